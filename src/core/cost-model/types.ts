@@ -1,0 +1,58 @@
+/**
+ * The cost model: how long model work takes on one instance, and how much KV memory it has.
+ * Iteration time follows Preble and Vidur: a batch is described by sums over its requests, where
+ * for request r in the batch `new_r` is the tokens computed this iteration (a prefill chunk, or 1
+ * for a decode step) and `seq_r` is its sequence length after this iteration (cached + new).
+ */
+export interface BatchShape {
+  /** Number of requests in the batch. */
+  readonly requests: number;
+  /** Sum of new_r. */
+  readonly newTokens: number;
+  /** Sum of seq_r. */
+  readonly seqTokens: number;
+  /** Sum of new_r * seq_r (the attention term). */
+  readonly newTimesSeq: number;
+}
+
+export interface ModelShape {
+  readonly name: string;
+  readonly params: number;
+  readonly layers: number;
+  readonly hidden: number;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  /** Bytes per parameter and per KV element (2 for fp16/bf16). */
+  readonly bytesPerParam: number;
+  readonly bytesPerKv: number;
+}
+
+export interface GpuShape {
+  readonly name: string;
+  readonly memoryBytes: number;
+  /** Dense fp16/bf16 peak FLOP/s. */
+  readonly peakFlops: number;
+  /** Memory bandwidth in bytes/s. */
+  readonly bandwidth: number;
+}
+
+export interface CostModel {
+  readonly name: string;
+  /** Seconds for one engine iteration over the batch. */
+  iterationTime(batch: BatchShape): number;
+  /** Seconds to prefill `newTokens` on top of `cachedTokens` already in KV, alone in a batch. */
+  prefillTime(newTokens: number, cachedTokens: number): number;
+  /** Seconds to decode `outputTokens` tokens one by one, alone in a batch, starting at `contextTokens`. */
+  decodeTime(outputTokens: number, contextTokens: number): number;
+  /** KV-cache bytes per token: 2 x layers x kv heads x head dim x bytes, divided over tensor-parallel GPUs as a whole instance. */
+  readonly kvBytesPerToken: number;
+  /** KV-cache capacity of one instance, in tokens. */
+  readonly kvCapacityTokens: number;
+}
+
+/** Batch shape of one request alone in a batch. */
+export function singleRequestBatch(newTokens: number, cachedTokens: number): BatchShape {
+  const seq = cachedTokens + newTokens;
+  return { requests: 1, newTokens, seqTokens: seq, newTimesSeq: newTokens * seq };
+}

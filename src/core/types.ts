@@ -1,0 +1,117 @@
+/**
+ * Shared vocabulary of the scheduling core. Pure types: no I/O, no clocks.
+ * All times are in seconds; token sequences are typed arrays, never arrays of objects.
+ */
+
+/** Token ids of a prompt. */
+export type Tokens = Uint32Array;
+
+/** Instances (replicas, model instances) are identified by small non-negative integers. */
+export type InstanceId = number;
+
+/** What a global policy is told about a request when it routes it. */
+export interface RouteRequest {
+  readonly id: string;
+  readonly tokens: Tokens;
+  /** Arrival time (seconds, on whatever clock the caller uses). */
+  readonly arrival: number;
+  /** Expected output length, when the client gave one (max_tokens) or a workload knows it. */
+  readonly outputLenHint?: number;
+  readonly tenant?: string;
+  readonly sessionId?: string;
+}
+
+/** Why a policy chose an instance. */
+export type Branch =
+  | 'exploit'
+  | 'explore'
+  | 'rebalance'
+  | 'autoscale'
+  | 'pd-balance'
+  | 'fallback'
+  | 'cache-hit'
+  | 'load'
+  | 'hash'
+  | 'random'
+  | 'round-robin';
+
+/** One instance's cost as a policy compared it (policies fill the parts they use). */
+export interface InstanceCost {
+  readonly instance: InstanceId;
+  readonly total: number;
+  /** E2: recent load L (seconds of work in the window). */
+  readonly load?: number;
+  /** E2: eviction cost M. */
+  readonly eviction?: number;
+  /** E2: this request's own prefill time P. */
+  readonly prefill?: number;
+  /** Tokens of this prompt already cached on the instance, as the policy believes. */
+  readonly matchedTokens?: number;
+}
+
+export interface RouteDecision {
+  readonly instance: InstanceId;
+  readonly branch: Branch;
+  /** Prompt tokens the policy expects to be served from the chosen instance's cache. */
+  readonly matchedTokens: number;
+  /** The costs compared, for explanations and metrics (may be empty for cost-free policies). */
+  readonly costs: readonly InstanceCost[];
+}
+
+/** Token counts an engine reports when a request finishes. */
+export interface FinishCounts {
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly outputTokens: number;
+}
+
+/** What an instance is when it joins the policy's view. */
+export interface InstanceInfo {
+  /** KV-cache capacity in tokens (from the cost model or the engine); Infinity when unknown. */
+  readonly kvCapacityTokens: number;
+  /** Maximum prefill tokens per iteration (chunk budget), when known. */
+  readonly maxBatchedTokens?: number;
+}
+
+/** Load signals polled from an instance (engine /metrics or the simulator), for load-based policies. */
+export interface InstanceLoadSignal {
+  readonly running: number;
+  readonly waiting: number;
+  /** Prompt tokens queued for prefill (not yet computed). */
+  readonly queuedPrefillTokens: number;
+  /** KV tokens in use and free. */
+  readonly usedKvTokens: number;
+  readonly freeKvTokens: number;
+}
+
+/**
+ * The global policy contract (DESIGN.md). The simulator and the gateway drive every policy
+ * through exactly these calls, in this order for one request:
+ *   route -> requestStarted -> requestFirstToken -> requestFinished | requestFailed.
+ * The caller counts the request against its instance before dispatch: `route` itself records it
+ * as in flight on the chosen instance, and `requestFinished`/`requestFailed` release it.
+ */
+export interface GlobalPolicy {
+  readonly name: string;
+  route(request: RouteRequest, now: number): RouteDecision;
+  /** The engine admitted the request into a batch (queueing ends). */
+  requestStarted(id: string, now: number): void;
+  requestFirstToken(id: string, now: number): void;
+  requestFinished(id: string, now: number, counts: FinishCounts): void;
+  /** The request ended without finishing (error, abort, instance failure). */
+  requestFailed(id: string, now: number): void;
+  /**
+   * The instance evicted cached tokens: `path` is the token sequence from the root whose suffix
+   * `path[keptTokens..]` (and everything below it) is no longer cached there.
+   */
+  instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, now: number): void;
+  instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void;
+  /** No new requests go to a draining instance; its in-flight ones finish normally. */
+  instanceDrained(instance: InstanceId, now: number): void;
+  /** The instance left (removed or failed): its cached prefixes are forgotten. */
+  instanceRemoved(instance: InstanceId, now: number): void;
+  /** Fresh load signals for one instance (polled metrics). Policies that do not need them ignore it. */
+  loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
+  /** Periodic background work: window expiry, rebalancing, autoscaling. */
+  tick(now: number): void;
+}

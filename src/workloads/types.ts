@@ -1,0 +1,32 @@
+import type { Tokens } from '../core/types.ts';
+
+/** One request of a workload: what arrives at the cluster. */
+export interface WorkloadRequest {
+  readonly id: string;
+  /** Arrival time in seconds from the start of the stream. */
+  readonly arrival: number;
+  readonly tokens: Tokens;
+  /** How many tokens the engine will generate (known to the workload, hidden from policies). */
+  readonly outputTokens: number;
+  /** Requests of one conversation / agent chain / problem share a session id. */
+  readonly sessionId?: string;
+  /** Which generator (or trace) produced it, for mixed workloads and reports. */
+  readonly workload: string;
+}
+
+/** Options every generator takes. */
+export interface WorkloadOptions {
+  /** How many requests to produce. */
+  readonly requests: number;
+  /** Poisson arrival rate (requests per second). */
+  readonly rps: number;
+  readonly seed: number;
+}
+
+/**
+ * A workload generator: pure and seeded. It yields requests lazily in arrival order, so that a
+ * million-request stream never has to exist in memory at once.
+ */
+export type WorkloadGenerator<O extends WorkloadOptions = WorkloadOptions> = (
+  options: O,
+) => Iterable<WorkloadRequest>;
