@@ -1,0 +1,72 @@
+/**
+ * Local (per-replica) waiting-queue policies. An engine calls `select` once per iteration to pick
+ * which waiting requests join the next batch. Policies are pure: the answer depends only on the
+ * arguments (scratch buffers may be reused between calls, never observable).
+ *
+ * Admission accounting, shared by every policy (see admission.ts):
+ * - KV: a request needs `uncached = promptTokens - cachedTokens` new KV tokens plus the policy's
+ *   `reserveTokens(request)`; the sum over the admitted requests never exceeds `freeKvTokens`.
+ *   A fully cached request needs no new KV: its last prompt token is recomputed into a slot that exists.
+ * - Prefill budget: a request costs `max(1, uncached)` tokens of `tokenBudget`; even a fully cached
+ *   request recomputes its last prompt token to produce the logits of its first output token.
+ *   A request whose cost exceeds the remaining budget is still admitted, as the LAST one of the
+ *   iteration, if at least 1 token of budget remains: the engine prefills it in chunks.
+ * - Slots: at most `maxRequests` are admitted.
+ *
+ * Stopping rule, the same for every policy: requests are considered in the policy's order, and
+ * selection stops at the first request whose KV need does not fit (head-of-line blocking, as in
+ * vLLM's FCFS, SGLang's LPM and LARRY), or when the slots or the budget are used up. A non-fitting
+ * request is never skipped: skipping would let a stream of small requests starve a large one.
+ */
+
+export const queuePolicyNames = ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt'] as const;
+
+export type QueuePolicyName = (typeof queuePolicyNames)[number];
+
+/** One request in a replica's waiting queue, as the policy sees it. */
+export interface QueuedRequest {
+  readonly id: string;
+  /** Seconds, when it joined this replica's waiting queue (a preempted request keeps its first time). */
+  readonly enqueuedAt: number;
+  /** Tokens to have in KV before decoding (for a preempted request: prompt plus the output so far). */
+  readonly promptTokens: number;
+  /** Prompt tokens currently cached on this replica (prefix match); clamped to [0, promptTokens]. */
+  readonly cachedTokens: number;
+  /** Most output tokens still to generate (max_tokens); only `no-preempt` uses it, defaulting when absent. */
+  readonly maxOutputTokens?: number;
+}
+
+/** The replica's state at this iteration, after the running requests took their share. */
+export interface QueueContext {
+  /** Seconds, the same clock as `enqueuedAt`. */
+  readonly now: number;
+  /**
+   * KV tokens that can be allocated now, counting what the engine can evict. The engine must not
+   * evict the cached prefixes of the requests it admits, and, under a non-preempting policy, must
+   * already have subtracted the not-yet-used reserve of running requests.
+   */
+  readonly freeKvTokens: number;
+  /** Total KV capacity of the replica, in tokens (Infinity when unknown). */
+  readonly kvCapacityTokens: number;
+  /** Prefill tokens this iteration may still compute (chunked-prefill budget), after running requests. */
+  readonly tokenBudget: number;
+  /** Free batch slots. */
+  readonly maxRequests: number;
+}
+
+export interface QueuePolicy {
+  readonly name: QueuePolicyName;
+  /**
+   * Whether the engine may preempt (and later recompute) running requests when decode growth
+   * exceeds memory. False only for `no-preempt`, which reserves each request's whole output instead.
+   */
+  readonly preempts: boolean;
+  /** KV tokens to hold for `request` beyond its uncached prompt, from admission until it finishes. */
+  reserveTokens(request: QueuedRequest): number;
+  /**
+   * The requests to admit this iteration, in admission order; only the last one may need more
+   * prefill than the budget left (the engine chunks it). `waiting` is in queue order: oldest first,
+   * preempted requests back at the head. Neither argument is modified.
+   */
+  select(waiting: readonly QueuedRequest[], ctx: QueueContext): readonly QueuedRequest[];
+}

@@ -1,0 +1,83 @@
+import { ClusterView, NoInstanceAvailableError } from '../cluster-view.ts';
+import type {
+  FinishCounts,
+  GlobalPolicy,
+  InstanceId,
+  InstanceInfo,
+  InstanceLoadSignal,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../types.ts';
+
+/**
+ * The part every global policy shares: instance lifecycle and in-flight accounting through a
+ * ClusterView, so that all policies count and release requests identically. A policy implements
+ * `choose` and overrides the hooks it needs; each hook runs after the shared bookkeeping.
+ */
+export abstract class BasePolicy implements GlobalPolicy {
+  abstract readonly name: string;
+  protected readonly view = new ClusterView();
+
+  /** Pick an instance among `active` (never empty). */
+  protected abstract choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision;
+
+  route(request: RouteRequest, now: number): RouteDecision {
+    const active = this.view.active;
+    if (active.length === 0) throw new NoInstanceAvailableError();
+    const decision = this.choose(request, now, active);
+    this.view.begin(request.id, decision.instance, now);
+    this.onRouted(request, decision, now);
+    return decision;
+  }
+
+  requestStarted(_id: string, _now: number): void {}
+
+  requestFirstToken(_id: string, _now: number): void {}
+
+  requestFinished(id: string, now: number, counts: FinishCounts): void {
+    const instance = this.view.end(id);
+    if (instance !== undefined) this.onReleased(id, instance, now, counts);
+  }
+
+  requestFailed(id: string, now: number): void {
+    const instance = this.view.end(id);
+    if (instance !== undefined) this.onReleased(id, instance, now, undefined);
+  }
+
+  instanceEvicted(_instance: InstanceId, _path: Tokens, _keptTokens: number, _now: number): void {}
+
+  instanceAdded(instance: InstanceId, info: InstanceInfo, _now: number): void {
+    this.view.add(instance, info);
+  }
+
+  instanceDrained(instance: InstanceId, _now: number): void {
+    this.view.drain(instance);
+  }
+
+  instanceRemoved(instance: InstanceId, _now: number): void {
+    this.view.remove(instance);
+  }
+
+  loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void {
+    this.view.setSignal(instance, signal, now);
+  }
+
+  tick(_now: number): void {}
+
+  /** Current in-flight count of an instance, as this policy accounts it (tests, metrics). */
+  inflight(instance: InstanceId): number {
+    return this.view.inflight(instance);
+  }
+
+  /** After a request was counted against its instance. */
+  protected onRouted(_request: RouteRequest, _decision: RouteDecision, _now: number): void {}
+
+  /** After a request was released; `counts` is undefined when it failed. */
+  protected onReleased(
+    _id: string,
+    _instance: InstanceId,
+    _now: number,
+    _counts: FinishCounts | undefined,
+  ): void {}
+}

@@ -1,0 +1,524 @@
+import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../cluster-tree.ts';
+import type { CostModel } from '../cost-model/types.ts';
+import type {
+  Branch,
+  FinishCounts,
+  InstanceCost,
+  InstanceId,
+  InstanceInfo,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../types.ts';
+import { SlidingWindow } from '../window.ts';
+import { BasePolicy } from './base-policy.ts';
+import { QueueTimeDetector, splitSubtreeByLoad } from './e2-autoscale.ts';
+import { keyPortionOf } from './e2-key-portion.ts';
+import { InstanceLoad, LoadEstimator, type WindowEntry } from './e2-load.ts';
+import { type MovableLoad, planRebalance, RedirectTable } from './e2-rebalance.ts';
+
+export interface E2Options {
+  readonly costModel: CostModel;
+  /** History window H in seconds (paper: 3 minutes). */
+  readonly windowSeconds: number;
+  /** Include the eviction cost M in the load cost. */
+  readonly evictionCost: boolean;
+  /** Model each instance's LRU eviction on the global side (needed when engines do not report evictions). */
+  readonly predictEvictions: boolean;
+  /** Post-assignment rebalancing between the heaviest and lightest instances. */
+  readonly rebalance: boolean;
+  /** Th_bal: rebalance when the heaviest load exceeds this multiple of the lightest. */
+  readonly rebalanceThreshold: number;
+  /** Seconds between rebalancing rounds (run from tick). */
+  readonly rebalanceInterval: number;
+  /** Replicate a prefix whose queueing time doubles across the window. */
+  readonly autoscale: boolean;
+  readonly autoscaleFactor: number;
+  /** Samples needed in each half of the window before a doubling counts. */
+  readonly autoscaleMinSamples: number;
+  /** Queueing times below this (seconds) never trigger autoscaling. */
+  readonly autoscaleMinQueueSeconds: number;
+  /** Prefill/decode balancing of explored requests. */
+  readonly pdBalance: boolean;
+  /** ImbalR: an instance whose windowed cached-token share exceeds this is decode-heavy. */
+  readonly pdImbalanceRatio: number;
+  /**
+   * Guard: the decode-heavy instance takes the request only if its load cost is at most this
+   * multiple of the cheapest instance's (so P/D balancing never builds a hot spot).
+   */
+  readonly pdLoadGuard: number;
+  /** Output length assumed before any request in the window has finished. */
+  readonly defaultOutputTokens: number;
+}
+
+export const E2_DEFAULTS: Omit<E2Options, 'costModel'> = {
+  windowSeconds: 180,
+  evictionCost: true,
+  predictEvictions: true,
+  rebalance: true,
+  rebalanceThreshold: 1.5,
+  rebalanceInterval: 1,
+  autoscale: true,
+  autoscaleFactor: 2,
+  autoscaleMinSamples: 4,
+  autoscaleMinQueueSeconds: 0.05,
+  pdBalance: true,
+  pdImbalanceRatio: 0.8,
+  pdLoadGuard: 1.5,
+  defaultOutputTokens: 45,
+};
+
+interface InflightInfo {
+  readonly entry: WindowEntry;
+  readonly routedAt: number;
+}
+
+interface Candidate {
+  instance: InstanceId;
+  via: Branch;
+}
+
+/** A replica added by autoscaling: requests through `node` may also run on `instance`. */
+interface Replica {
+  readonly instance: InstanceId;
+  readonly at: number;
+}
+
+/**
+ * Preble's E2 global scheduler (paper 3.2, Algorithms 1 and 2). Exploit when the longest cached
+ * prefix is longer than the rest of the prompt, choosing by load cost among the instances that
+ * cache the deepest matched node; otherwise explore: prefill/decode balancing first, then the
+ * lowest load cost L + M + P over all instances. Rebalancing and autoscaling adjust where future
+ * exploit traffic goes. Every cost is kept incrementally: no decision scans the tree or the window.
+ */
+export class E2Policy extends BasePolicy {
+  readonly name = 'e2';
+  readonly options: E2Options;
+  readonly tree = new ClusterTree();
+  private readonly window: SlidingWindow<WindowEntry>;
+  private readonly loads: InstanceLoad[] = [];
+  private readonly cluster = { finished: 0, outputTokens: 0 };
+  private readonly estimator: LoadEstimator;
+  private readonly inflightInfo = new Map<string, InflightInfo>();
+  private readonly redirects = new RedirectTable();
+  private readonly replicas = new Map<ClusterNode, Replica[]>();
+  private readonly queueTimes: QueueTimeDetector;
+  private lastRebalance = Number.NEGATIVE_INFINITY;
+
+  constructor(options: Partial<E2Options> & { costModel: CostModel }) {
+    super();
+    this.options = { ...E2_DEFAULTS, ...options };
+    this.window = new SlidingWindow(this.options.windowSeconds);
+    this.estimator = new LoadEstimator(this.options.costModel, this.options.defaultOutputTokens);
+    this.queueTimes = new QueueTimeDetector(
+      this.options.windowSeconds / 2,
+      this.options.autoscaleFactor,
+      this.options.autoscaleMinSamples,
+      this.options.autoscaleMinQueueSeconds,
+    );
+    this.tree.onSplit = (head, tail) => this.keyPortionSplit(head, tail);
+    this.tree.onRemove = (node) => {
+      this.redirects.forgetNode(node);
+      this.replicas.delete(node);
+      this.queueTimes.forgetNode(node);
+    };
+  }
+
+  /** L_i: the instance's windowed load in seconds. */
+  loadOf(instance: InstanceId): number {
+    const load = this.loads[instance];
+    return load === undefined ? 0 : this.estimator.load(load, this.cluster);
+  }
+
+  /** Cached-token share of the instance's windowed prompts (the P/D balancing signal). */
+  decodeRatioOf(instance: InstanceId): number {
+    return this.loads[instance]?.decodeRatio ?? 0;
+  }
+
+  get windowSize(): number {
+    return this.window.size;
+  }
+
+  protected choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision {
+    this.expireWindow(now);
+    const tokens = request.tokens;
+    const match = this.tree.match(tokens);
+    const mark = this.tree.markPath(match.path);
+    const { cached, holders } = this.longestCachedAmongActive(match, active);
+    const missed = tokens.length - cached;
+
+    if (cached > 0 && missed < cached) {
+      const candidates = this.exploitCandidates(match.path, holders, active);
+      return this.cheapest(candidates, tokens.length, mark);
+    }
+
+    const all: Candidate[] = active.map((instance) => ({ instance, via: 'explore' as Branch }));
+    const decision = this.cheapest(all, tokens.length, mark);
+    if (!this.options.pdBalance) return decision;
+    return this.preferDecodeHeavy(decision, active) ?? decision;
+  }
+
+  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+    const instance = decision.instance;
+    const leaf = this.tree.assign(request.tokens, instance, now);
+    const cached = decision.matchedTokens;
+    const entry: WindowEntry = {
+      time: now,
+      id: request.id,
+      instance,
+      leaf,
+      promptTokens: request.tokens.length,
+      cachedTokens: cached,
+      prefillSeconds: this.options.costModel.prefillTime(request.tokens.length - cached, cached),
+      outputTokens: -1,
+      live: true,
+      expired: false,
+    };
+    this.window.push(entry);
+    this.loadFor(instance).add(entry);
+    this.inflightInfo.set(request.id, { entry, routedAt: now });
+    if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
+  }
+
+  override requestStarted(id: string, now: number): void {
+    if (!this.options.autoscale) return;
+    const info = this.inflightInfo.get(id);
+    if (info === undefined) return;
+    const kp = keyPortionOf(info.entry.leaf);
+    if (kp !== null) this.queueTimes.record(kp, info.entry.instance, now - info.routedAt, now);
+  }
+
+  protected override onReleased(
+    id: string,
+    instance: InstanceId,
+    _now: number,
+    counts: FinishCounts | undefined,
+  ): void {
+    const info = this.inflightInfo.get(id);
+    if (info === undefined) return;
+    this.inflightInfo.delete(id);
+    const entry = info.entry;
+    this.tree.releaseInflight(entry.leaf, instance);
+    if (!entry.live) return;
+    const inWindow = !entry.expired;
+    const load = this.loadFor(instance);
+    if (inWindow) load.remove(entry);
+    if (counts === undefined) {
+      // A failed request did no (complete) work: it leaves the load, and stays only as a tree reference.
+      entry.live = false;
+      return;
+    }
+    entry.outputTokens = counts.outputTokens;
+    if (counts.promptTokens > 0) {
+      // The engine's own count of cached tokens is the truth; keep our token units by using its share.
+      const share = Math.min(1, Math.max(0, counts.cachedTokens / counts.promptTokens));
+      entry.cachedTokens = Math.round(entry.promptTokens * share);
+      const missed = entry.promptTokens - entry.cachedTokens;
+      entry.prefillSeconds = this.options.costModel.prefillTime(missed, entry.cachedTokens);
+    }
+    if (inWindow) {
+      load.add(entry);
+      this.cluster.finished++;
+      this.cluster.outputTokens += entry.outputTokens;
+    }
+  }
+
+  override instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, _now: number): void {
+    this.tree.evictReported(instance, path, keptTokens);
+  }
+
+  override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
+    super.instanceAdded(instance, info, now);
+    const capacity = Number.isFinite(info.kvCapacityTokens)
+      ? info.kvCapacityTokens
+      : this.options.costModel.kvCapacityTokens;
+    this.tree.addInstance(instance, capacity);
+    this.loadFor(instance);
+  }
+
+  override instanceRemoved(instance: InstanceId, now: number): void {
+    super.instanceRemoved(instance, now);
+    this.tree.removeInstanceCache(instance);
+    this.redirects.prune((_, r) => r.from !== instance && r.to !== instance);
+    for (const [node, list] of this.replicas) {
+      const kept = list.filter((r) => r.instance !== instance);
+      if (kept.length === 0) this.replicas.delete(node);
+      else this.replicas.set(node, kept);
+    }
+    this.queueTimes.forgetInstance(instance);
+  }
+
+  override tick(now: number): void {
+    this.expireWindow(now);
+    if (now - this.lastRebalance < this.options.rebalanceInterval) return;
+    this.lastRebalance = now;
+    const loads = this.adjustedLoads(now);
+    if (this.options.rebalance) this.rebalance(loads, now);
+    if (this.options.autoscale) this.autoscale(loads, now);
+    this.expireReplicas(now);
+  }
+
+  // ---- routing ------------------------------------------------------------------------------
+
+  /** The longest prefix cached on an active instance, and the active instances holding it. */
+  private longestCachedAmongActive(
+    match: ClusterMatch,
+    active: readonly InstanceId[],
+  ): { cached: number; holders: InstanceId[] } {
+    const holders = match.bestInstances.filter((i) => this.view.state(i)?.draining === false);
+    if (holders.length > 0 || match.bestCached === 0) return { cached: match.bestCached, holders };
+    // Every instance with the deepest node is draining: fall back to the best active one.
+    let cached = 0;
+    for (const i of active) cached = Math.max(cached, this.tree.cachedOn(i));
+    const best = cached === 0 ? [] : active.filter((i) => this.tree.cachedOn(i) === cached);
+    return { cached, holders: best };
+  }
+
+  /** Instances caching the deepest matched node, with rebalancing redirects and autoscaled replicas applied. */
+  private exploitCandidates(
+    path: readonly ClusterNode[],
+    holders: readonly InstanceId[],
+    active: readonly InstanceId[],
+  ): Candidate[] {
+    const out: Candidate[] = [];
+    const seen = new Set<InstanceId>();
+    const push = (instance: InstanceId, via: Branch) => {
+      if (seen.has(instance) || this.view.state(instance)?.draining !== false) return;
+      seen.add(instance);
+      out.push({ instance, via });
+    };
+    for (const h of holders) {
+      const r = this.redirects.target(path, h);
+      if (r !== undefined && this.view.state(r.to)?.draining === false) push(r.to, r.reason);
+      else push(h, 'exploit');
+    }
+    if (this.replicas.size > 0) {
+      for (const node of path) {
+        const list = this.replicas.get(node);
+        if (list !== undefined) for (const r of list) push(r.instance, 'autoscale');
+      }
+    }
+    // Redirect targets might all be gone; never return an empty set.
+    if (out.length === 0) for (const i of active) push(i, 'explore');
+    return out;
+  }
+
+  /** Cost L + M + P of each candidate; the lowest wins (ties: fewer in flight, then lower id). */
+  private cheapest(candidates: readonly Candidate[], promptTokens: number, mark: number): RouteDecision {
+    const costs: InstanceCost[] = [];
+    let best: Candidate | undefined;
+    let bestCost = Number.POSITIVE_INFINITY;
+    let bestMatched = 0;
+    for (const c of candidates) {
+      const matched = this.tree.cachedOn(c.instance);
+      const cost = this.costOf(c.instance, promptTokens, matched, mark);
+      costs.push(cost);
+      if (best === undefined || this.better(cost.total, c.instance, bestCost, best.instance)) {
+        best = c;
+        bestCost = cost.total;
+        bestMatched = matched;
+      }
+    }
+    return { instance: best!.instance, branch: best!.via, matchedTokens: bestMatched, costs };
+  }
+
+  private better(cost: number, instance: InstanceId, bestCost: number, bestInstance: InstanceId): boolean {
+    const tolerance = 1e-12 * Math.max(1, Math.abs(bestCost));
+    if (cost < bestCost - tolerance) return true;
+    if (cost > bestCost + tolerance) return false;
+    const a = this.view.inflight(instance);
+    const b = this.view.inflight(bestInstance);
+    return a < b || (a === b && instance < bestInstance);
+  }
+
+  /** Algorithm 2: L (windowed load) + M (eviction cost) + P (this request's prefill). */
+  costOf(instance: InstanceId, promptTokens: number, matched: number, mark: number): InstanceCost {
+    const model = this.options.costModel;
+    const load = this.loadOf(instance);
+    const missed = promptTokens - matched;
+    const prefill = model.prefillTime(missed, matched);
+    const eviction = this.options.evictionCost ? this.evictionCostOf(instance, missed, mark) : 0;
+    return { instance, total: load + eviction + prefill, load, eviction, prefill, matchedTokens: matched };
+  }
+
+  /** M: recomputation time of what LRU would evict for `newTokens`, weighted by each node's share of the window. */
+  private evictionCostOf(instance: InstanceId, newTokens: number, mark: number): number {
+    const requests = this.loads[instance]?.requests ?? 0;
+    if (requests === 0) return 0;
+    const model = this.options.costModel;
+    return this.tree.evictionCost(
+      instance,
+      newTokens,
+      mark,
+      (node: ClusterNode, tokens: number, slot: InstanceSlot) => {
+        if (slot.windowCount === 0) return 0;
+        return model.prefillTime(tokens, node.endLen - tokens) * (slot.windowCount / requests);
+      },
+    );
+  }
+
+  /**
+   * Prefill/decode balancing: an explored request is prefill-heavy; the instance whose recent work
+   * is most decode-heavy takes it, if that exceeds ImbalR and its load stays within the guard.
+   */
+  private preferDecodeHeavy(
+    decision: RouteDecision,
+    active: readonly InstanceId[],
+  ): RouteDecision | undefined {
+    let target = -1;
+    let ratio = this.options.pdImbalanceRatio;
+    for (const i of active) {
+      const r = this.decodeRatioOf(i);
+      if (r > ratio) {
+        ratio = r;
+        target = i;
+      }
+    }
+    if (target < 0 || target === decision.instance) return undefined;
+    const cheapest = decision.costs.find((c) => c.instance === decision.instance)!.total;
+    const targetCost = decision.costs.find((c) => c.instance === target)!.total;
+    if (targetCost > this.options.pdLoadGuard * cheapest) return undefined;
+    return {
+      instance: target,
+      branch: 'pd-balance',
+      matchedTokens: this.tree.cachedOn(target),
+      costs: decision.costs,
+    };
+  }
+
+  /**
+   * State kept per key portion (queueing times, redirects, replicas) follows the key portion when a
+   * split turns the old node into a plain tail: the requests recorded there now have another key portion.
+   */
+  private keyPortionSplit(head: ClusterNode, tail: ClusterNode): void {
+    if (tail.length > tail.prefixLen) return;
+    const kp = keyPortionOf(head);
+    if (kp === null) return;
+    this.queueTimes.transfer(tail, kp);
+    this.redirects.transfer(tail, kp);
+    const replicas = this.replicas.get(tail);
+    if (replicas !== undefined) {
+      this.replicas.delete(tail);
+      const merged = [...(this.replicas.get(kp) ?? [])];
+      for (const r of replicas) if (!merged.some((m) => m.instance === r.instance)) merged.push(r);
+      this.replicas.set(kp, merged);
+    }
+  }
+
+  // ---- background work -------------------------------------------------------------------------
+
+  private expireWindow(now: number): void {
+    this.window.expire(now, (e) => {
+      e.expired = true;
+      this.tree.releaseWindow(e.leaf, e.instance);
+      if (!e.live) return;
+      this.loadFor(e.instance).remove(e);
+      if (e.outputTokens >= 0) {
+        this.cluster.finished--;
+        this.cluster.outputTokens -= e.outputTokens;
+      }
+    });
+  }
+
+  /** Windowed loads of active instances, with redirects' still-pending moves applied. */
+  private adjustedLoads(now: number): Map<InstanceId, number> {
+    const loads = new Map<InstanceId, number>();
+    for (const i of this.view.active) loads.set(i, this.loadOf(i));
+    const shift = new Map<InstanceId, number>();
+    this.redirects.pendingShift(now, this.options.windowSeconds, shift);
+    for (const [i, delta] of shift) if (loads.has(i)) loads.set(i, Math.max(0, loads.get(i)! + delta));
+    return loads;
+  }
+
+  private rebalance(loads: Map<InstanceId, number>, now: number): void {
+    const horizon = this.options.windowSeconds;
+    this.redirects.prune(
+      (node, r) =>
+        now - r.at < horizon &&
+        node.data.windowTotal > 0 &&
+        loads.has(r.from) &&
+        loads.has(r.to) &&
+        loads.get(r.to)! < loads.get(r.from)!,
+    );
+    const moves = planRebalance(loads, this.options.rebalanceThreshold, (heavy) => this.movableLoads(heavy));
+    for (const m of moves) {
+      this.redirects.add(m.node, { from: m.from, to: m.to, at: now, movedLoad: m.load, reason: 'rebalance' });
+    }
+  }
+
+  /**
+   * The heavy instance's key portions shared by at least two requests in the window, with the
+   * load those requests put there. Scans the window: runs in the background, not per decision.
+   */
+  private movableLoads(heavy: InstanceId): MovableLoad[] {
+    const load = this.loads[heavy];
+    if (load === undefined) return [];
+    const decode = this.estimator.decodeSeconds(load, this.cluster);
+    const byNode = new Map<ClusterNode, { load: number; count: number }>();
+    for (const e of this.window.entries()) {
+      if (e.instance !== heavy || !e.live) continue;
+      const kp = keyPortionOf(e.leaf);
+      if (kp === null || this.redirects.has(kp, heavy) || !this.tree.isCached(kp, heavy)) continue;
+      const agg = byNode.get(kp) ?? { load: 0, count: 0 };
+      agg.load += e.prefillSeconds + decode;
+      agg.count++;
+      byNode.set(kp, agg);
+    }
+    const out: MovableLoad[] = [];
+    for (const [node, agg] of byNode) if (agg.count >= 2) out.push({ node, load: agg.load });
+    return out;
+  }
+
+  /** Replicate prefixes whose queueing time doubled onto the lightest other instance, splitting their subtree by load. */
+  private autoscale(loads: Map<InstanceId, number>, now: number): void {
+    for (const t of this.queueTimes.takeTriggers(now)) {
+      if (!loads.has(t.instance) || t.node.parent === null) continue;
+      const existing = this.replicas.get(t.node) ?? [];
+      let target = -1;
+      for (const [i, l] of loads) {
+        if (i === t.instance || existing.some((r) => r.instance === i) || this.tree.isCached(t.node, i))
+          continue;
+        if (target < 0 || l < loads.get(target)!) target = i;
+      }
+      if (target < 0) continue;
+      this.replicas.set(t.node, [...existing, { instance: target, at: now }]);
+      const children: { node: ClusterNode; load: number }[] = [];
+      if (t.node.children !== null) {
+        for (const child of t.node.children.values()) {
+          const count = this.tree.windowCount(child, t.instance);
+          if (count > 0) children.push({ node: child, load: count });
+        }
+      }
+      const sourceLoad = loads.get(t.instance) ?? 0;
+      for (const node of splitSubtreeByLoad(children)) {
+        const share =
+          (this.tree.windowCount(node, t.instance) / Math.max(1, this.tree.windowCount(t.node, t.instance))) *
+          sourceLoad;
+        this.redirects.add(node, {
+          from: t.instance,
+          to: target,
+          at: now,
+          movedLoad: share,
+          reason: 'autoscale',
+        });
+      }
+    }
+  }
+
+  private expireReplicas(now: number): void {
+    for (const [node, list] of this.replicas) {
+      const kept = list.filter((r) => now - r.at < this.options.windowSeconds && node.data.windowTotal > 0);
+      if (kept.length === 0) this.replicas.delete(node);
+      else if (kept.length !== list.length) this.replicas.set(node, kept);
+    }
+  }
+
+  private loadFor(instance: InstanceId): InstanceLoad {
+    let load = this.loads[instance];
+    if (load === undefined) {
+      load = new InstanceLoad();
+      this.loads[instance] = load;
+    }
+    return load;
+  }
+}

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createQueuePolicy, isQueuePolicyName, queuePolicyNames } from '../../../src/core/local/index.ts';
+
+describe('createQueuePolicy', () => {
+  it('creates every named policy', () => {
+    assert.deepEqual([...queuePolicyNames], ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt']);
+    for (const name of queuePolicyNames) {
+      const policy = createQueuePolicy(name);
+      assert.equal(policy.name, name);
+      assert.equal(policy.preempts, name !== 'no-preempt');
+      assert.ok(isQueuePolicyName(name));
+    }
+  });
+
+  it('rejects an unknown name, listing the valid ones', () => {
+    assert.equal(isQueuePolicyName('sjf'), false);
+    assert.throws(
+      () => createQueuePolicy('sjf'),
+      (error: Error) =>
+        queuePolicyNames.every((name) => error.message.includes(name)) && error.message.includes('sjf'),
+    );
+  });
+
+  it('passes each policy its options', () => {
+    assert.throws(() => createQueuePolicy('larry', { alpha: -1 }), /alpha/);
+    assert.throws(() => createQueuePolicy('priority-groups', { groups: 0 }), /groups/);
+    assert.equal(
+      createQueuePolicy('no-preempt', { defaultMaxOutputTokens: 5 }).reserveTokens({
+        id: 'a',
+        enqueuedAt: 0,
+        promptTokens: 10,
+        cachedTokens: 0,
+      }),
+      5,
+    );
+  });
+});

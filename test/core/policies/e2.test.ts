@@ -1,0 +1,249 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type E2Options, E2Policy } from '../../../src/core/policies/e2.ts';
+import type { RouteDecision } from '../../../src/core/types.ts';
+import { concat, seq, simpleCostModel } from '../../helpers/simple-cost-model.ts';
+
+// Cost model: PT(n) = 0.001 n seconds, DT(k) = 0.01 k; before any output is seen DT uses 45 tokens = 0.45 s.
+const OFF = { rebalance: false, autoscale: false, pdBalance: false } as const;
+const finished = (promptTokens: number, cachedTokens = 0, outputTokens = 45) => ({
+  promptTokens,
+  cachedTokens,
+  outputTokens,
+});
+
+function e2(
+  instances: number,
+  options: Partial<E2Options> = {},
+  capacity = Number.POSITIVE_INFINITY,
+): E2Policy {
+  const p = new E2Policy({ costModel: simpleCostModel(), ...OFF, ...options });
+  for (let i = 0; i < instances; i++) p.instanceAdded(i, { kvCapacityTokens: capacity }, 0);
+  return p;
+}
+
+let nextId = 0;
+function route(p: E2Policy, tokens: Uint32Array, now = 0): RouteDecision & { id: string } {
+  const id = `r${nextId++}`;
+  return { ...p.route({ id, tokens, arrival: now }, now), id };
+}
+
+function costOf(d: RouteDecision, instance: number) {
+  const c = d.costs.find((x) => x.instance === instance);
+  assert.ok(c, `cost of instance ${instance} reported`);
+  return c;
+}
+
+const close = (actual: number, expected: number, what: string) =>
+  assert.ok(Math.abs(actual - expected) < 1e-9, `${what}: ${actual} != ${expected}`);
+
+test('explore on an idle cluster: equal costs P = PT(100) = 0.1, tie broken to the lower id', () => {
+  const p = e2(2);
+  const d = route(p, seq(100, 0));
+  assert.equal(d.branch, 'explore');
+  assert.equal(d.instance, 0);
+  for (const i of [0, 1]) {
+    close(costOf(d, i).total, 0.1, `cost ${i}`);
+    close(costOf(d, i).load!, 0, `L ${i}`);
+  }
+});
+
+test('exploit when cached tokens exceed missed: L = PT(100) + 1 x DT(45) = 0.55, P = PT(20)', () => {
+  const p = e2(2);
+  route(p, seq(100, 0));
+  const d = route(p, concat(seq(80, 0), seq(20, 1000)));
+  assert.equal(d.branch, 'exploit');
+  assert.equal(d.instance, 0);
+  assert.equal(d.matchedTokens, 80);
+  assert.equal(d.costs.length, 1, 'only the instances caching the deepest matched node compete');
+  const c = costOf(d, 0);
+  close(c.load!, 0.1 + 0.45, 'L');
+  close(c.prefill!, 0.02, 'P');
+  close(c.eviction!, 0, 'M');
+  close(c.total, 0.57, 'total');
+});
+
+test('missed equal to cached explores (the rule is strict), and picks the lowest L + M + P', () => {
+  const p = e2(2);
+  route(p, seq(100, 0));
+  const d = route(p, concat(seq(50, 0), seq(50, 900)));
+  assert.equal(d.branch, 'explore');
+  // Instance 0: L = 0.1 + 0.45, P = PT(50) = 0.05 -> 0.6. Instance 1: L = 0, P = PT(100) = 0.1.
+  close(costOf(d, 0).total, 0.6, 'cost 0');
+  close(costOf(d, 1).total, 0.1, 'cost 1');
+  assert.equal(d.instance, 1);
+  assert.equal(d.matchedTokens, 0);
+});
+
+test('exploit tie-break: equal costs go to the instance with fewer requests in flight, then the lower id', () => {
+  const build = () => {
+    const p = e2(2);
+    const x1 = route(p, concat(seq(10, 0), seq(50, 100))); // explore -> 0
+    const x2 = route(p, concat(seq(10, 0), seq(50, 200))); // explore: 0.51 + 0.05 vs 0.06 -> 1
+    assert.equal(x1.instance, 0);
+    assert.equal(x2.instance, 1);
+    // Now both cache seq(10, 0) and carry L = PT(60) + DT(45) = 0.51.
+    return { p, x1, x2 };
+  };
+  {
+    const { p } = build();
+    const z = route(p, concat(seq(10, 0), seq(5, 900)));
+    assert.equal(z.branch, 'exploit');
+    close(costOf(z, 0).total, 0.515, 'cost 0');
+    close(costOf(z, 1).total, 0.515, 'cost 1');
+    assert.equal(z.instance, 0, 'equal in flight: lower id');
+  }
+  {
+    const { p, x2 } = build();
+    p.requestFinished(x2.id, 1, finished(60)); // output 45 keeps DT, so L stays 0.51
+    const z = route(p, concat(seq(10, 0), seq(5, 900)), 1);
+    close(costOf(z, 0).total, costOf(z, 1).total, 'still tied');
+    assert.equal(z.instance, 1, 'fewer in flight wins the tie');
+  }
+});
+
+test('eviction cost M prices LRU victims by PT(tokens) x (their window requests / the instance window requests)', () => {
+  const p = e2(2, {}, 100);
+  const a1 = route(p, concat(seq(50, 0), seq(10, 100)), 1); // explore -> 0
+  const a2 = route(p, concat(seq(50, 0), seq(10, 200)), 2); // exploit -> 0
+  assert.equal(a2.branch, 'exploit');
+  p.requestFinished(a1.id, 3, finished(60));
+  p.requestFinished(a2.id, 3, finished(60, 50));
+  // Instance 0 caches 70 tokens; LRU oldest first: a1's leaf (10), a2's leaf (10), the shared 50.
+  // L0 = PT(60) + PT(10) + 2 x 0.45 = 0.97.
+  const small = route(p, seq(40, 5000), 4); // needs 70 + 40 - 100 = 10: a1's leaf, N = 1/2
+  close(costOf(small, 0).eviction!, 0.01 * 0.5, 'M for 10 tokens');
+  close(costOf(small, 0).load!, 0.97, 'L0');
+  close(costOf(small, 0).total, 0.97 + 0.005 + 0.04, 'total 0');
+  assert.equal(small.instance, 1);
+
+  const q = e2(2, {}, 100);
+  const b1 = route(q, concat(seq(50, 0), seq(10, 100)), 1);
+  const b2 = route(q, concat(seq(50, 0), seq(10, 200)), 2);
+  q.requestFinished(b1.id, 3, finished(60));
+  q.requestFinished(b2.id, 3, finished(60, 50));
+  // Needs 45: both leaves (10 each, N = 1/2) and 25 of the shared prefix (N = 2/2).
+  const big = route(q, seq(75, 5000), 4);
+  close(costOf(big, 0).eviction!, 0.005 + 0.005 + 0.025, 'M for 45 tokens');
+});
+
+test('prefill/decode balancing sends an explored request to a decode-heavy instance, within the load guard', () => {
+  const scenario = (guard: number) => {
+    const p = e2(2, { pdBalance: true, pdImbalanceRatio: 0.8, pdLoadGuard: guard });
+    route(p, seq(100, 0)); // -> 0
+    for (let i = 0; i < 6; i++) route(p, concat(seq(100, 0), seq(5, 1000 + 10 * i))); // exploits -> 0
+    // Instance 0's window: 600 cached of 730 prompt tokens = 0.82 > 0.8.
+    assert.ok(p.decodeRatioOf(0) > 0.8);
+    return route(p, seq(50, 7000));
+  };
+  const relaxed = scenario(1000);
+  assert.equal(relaxed.branch, 'pd-balance');
+  assert.equal(relaxed.instance, 0);
+  const guarded = scenario(1.5); // instance 0 costs far more than 1.5 x instance 1
+  assert.equal(guarded.branch, 'explore');
+  assert.equal(guarded.instance, 1);
+});
+
+test('rebalancing redirects a key portion of the heavy instance to the light one, and only that one', () => {
+  const p = new E2Policy({ costModel: simpleCostModel(), autoscale: false, pdBalance: false });
+  p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+  const kp1 = seq(200, 10_000);
+  const kp2 = seq(200, 20_000);
+  for (let i = 0; i < 3; i++) route(p, concat(kp1, seq(10, 100 + 10 * i)), i);
+  for (let i = 0; i < 3; i++) route(p, concat(kp2, seq(10, 500 + 10 * i)), 3 + i);
+  p.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 6);
+  p.tick(7);
+  const moved = route(p, concat(kp1, seq(10, 900)), 8);
+  assert.equal(moved.branch, 'rebalance');
+  assert.equal(moved.instance, 1);
+  const kept = route(p, concat(kp2, seq(10, 950)), 9);
+  assert.equal(kept.branch, 'exploit');
+  assert.equal(kept.instance, 0);
+  // Without rebalancing the same stream stays on the heavy instance.
+  const off = new E2Policy({ costModel: simpleCostModel(), ...OFF });
+  off.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+  for (let i = 0; i < 3; i++) route(off, concat(kp1, seq(10, 100 + 10 * i)), i);
+  off.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 6);
+  off.tick(7);
+  assert.equal(route(off, concat(kp1, seq(10, 900)), 8).instance, 0);
+});
+
+test('autoscaling replicates a prefix whose queueing time doubles across the window', () => {
+  const p = e2(2, { autoscale: true, autoscaleMinSamples: 4, autoscaleMinQueueSeconds: 0.05 });
+  const hot = seq(200, 10_000);
+  let n = 0;
+  const hit = (now: number, queue: number) => {
+    const d = route(p, concat(hot, seq(10, 100 + 10 * n++)), now);
+    p.requestStarted(d.id, now + queue);
+    return d;
+  };
+  for (let t = 10; t < 50; t += 10) assert.equal(hit(t, 0.1).instance, 0); // first half of H: 0.1 s queues
+  for (let t = 100; t < 140; t += 10) assert.equal(hit(t, 0.3).instance, 0); // second half: 0.3 s, tripled
+  p.tick(150);
+  const d = route(p, concat(hot, seq(10, 5000)), 151);
+  assert.equal(d.branch, 'autoscale');
+  assert.equal(d.instance, 1);
+});
+
+test('the window forgets: after H the load is zero and the tree keeps only what is cached', () => {
+  const p = e2(2);
+  const a = route(p, seq(100, 0), 0);
+  const b = route(p, concat(seq(100, 0), seq(20, 500)), 1);
+  p.requestFinished(a.id, 2, finished(100));
+  p.requestFinished(b.id, 2, finished(120, 100));
+  assert.ok(p.loadOf(0) > 0);
+  p.tick(200);
+  assert.equal(p.windowSize, 0);
+  assert.equal(p.loadOf(0), 0);
+  assert.equal(p.tree.nodeCount, 2, 'the cached prompt and its branch stay (predicted cache)');
+  p.instanceRemoved(0, 201);
+  assert.equal(p.tree.nodeCount, 0, 'a removed instance takes its cached prefixes with it');
+  p.tree.checkInvariants();
+});
+
+test('the engine report of cached tokens corrects the window load', () => {
+  const p = e2(1);
+  route(p, seq(100, 0), 0);
+  const b = route(p, concat(seq(100, 0), seq(20, 500)), 1);
+  close(p.loadOf(0), 0.1 + 0.02 + 2 * 0.45, 'predicted: b missed 20');
+  p.requestFinished(b.id, 2, finished(120, 0, 45)); // the engine had evicted it: all 120 recomputed
+  close(p.loadOf(0), 0.1 + 0.12 + 2 * 0.45, 'reported: b missed 120');
+});
+
+test('observed output lengths replace the default in DT', () => {
+  const p = e2(1);
+  const a = route(p, seq(100, 0), 0);
+  p.requestFinished(a.id, 1, finished(100, 0, 5));
+  close(p.loadOf(0), 0.1 + 0.05, 'DT(5) = 0.05');
+});
+
+test('draining instances take nothing new; failures and finishes release every in-flight count', () => {
+  const p = e2(2);
+  const a = route(p, seq(100, 0), 0);
+  assert.equal(a.instance, 0);
+  p.instanceDrained(0, 1);
+  const b = route(p, concat(seq(100, 0), seq(5, 900)), 2);
+  assert.equal(b.instance, 1, 'the cache holder is draining');
+  assert.equal(p.inflight(0), 1);
+  p.requestFinished(a.id, 3, finished(100));
+  p.requestFailed(b.id, 3);
+  p.requestFailed(b.id, 3); // a second report is ignored
+  assert.equal(p.inflight(0), 0);
+  assert.equal(p.inflight(1), 0);
+  close(p.loadOf(1), 0, 'a failed request leaves the load');
+  p.tree.checkInvariants();
+  p.instanceDrained(1, 4);
+  assert.throws(() => route(p, seq(3, 0), 5), /no instance/);
+});
+
+test('reported evictions remove the prefix from the instance view', () => {
+  const p = e2(2);
+  const a = route(p, seq(100, 0), 0);
+  p.requestFinished(a.id, 1, finished(100));
+  p.instanceEvicted(0, seq(100, 0), 40, 2);
+  const d = route(p, concat(seq(100, 0), seq(10, 900)), 3);
+  // Only 40 tokens remain cached on 0: 40 < 70 missed, so the request explores.
+  assert.equal(d.branch, 'explore');
+  assert.equal(costOf(d, 0).matchedTokens, 40);
+  p.tree.checkInvariants();
+});
