@@ -46,13 +46,27 @@ function readRows(path: string): Record<string, string>[] {
 }
 
 export interface VidurFit {
+  /** Least-squares line over the compute-bound rows (num_tokens >= COMPUTE_BOUND_FROM), ms. */
   readonly fit: LineFit;
+  /** Mean time of the memory-bound rows (num_tokens <= MEMORY_BOUND_UP_TO), ms: the hinge's floor. */
+  readonly floorMs: number;
+  /** Worst relative error of max(floor, line) over every row. */
+  readonly hingeMaxRelError: number;
   readonly tokens: number[];
   /** Per row: layers x summed mean op times, ms. */
   readonly ms: number[];
 }
 
-/** Least-squares line through the non-attention time of every row at the given tensor-parallel degree. */
+/** Rows from here up are compute-bound: time grows linearly with tokens. */
+export const COMPUTE_BOUND_FROM = 512;
+/** Rows up to here are memory-bound: time is flat (every weight is read once per iteration). */
+export const MEMORY_BOUND_UP_TO = 64;
+
+/**
+ * A hinge through the non-attention time of the rows at one tensor-parallel degree: a floor for
+ * small batches and a least-squares line for large ones. A single line over all rows would put
+ * decode steps a third below the measured floor.
+ */
 export function fitVidurMlp(path: string, tp = 1, layers = 32): VidurFit {
   const rows = readRows(path).filter((row) => row['num_tensor_parallel_workers'] === String(tp));
   if (rows.length < 2)
@@ -61,7 +75,19 @@ export function fitVidurMlp(path: string, tp = 1, layers = 32): VidurFit {
   const ms = rows.map(
     (row) => layers * PER_LAYER_OPS.reduce((sum, op) => sum + Number(row[`time_stats.${op}.mean`]), 0),
   );
-  return { fit: fitLine(tokens, ms), tokens, ms };
+  const large = tokens.map((t, i) => [t, ms[i]!] as const).filter(([t]) => t >= COMPUTE_BOUND_FROM);
+  const small = ms.filter((_, i) => tokens[i]! <= MEMORY_BOUND_UP_TO);
+  const fit = fitLine(
+    large.map(([t]) => t),
+    large.map(([, m]) => m),
+  );
+  const floorMs = small.reduce((sum, m) => sum + m, 0) / small.length;
+  const hinge = (t: number) => Math.max(floorMs, fit.intercept + fit.slope * t);
+  const hingeMaxRelError = tokens.reduce(
+    (worst, t, i) => Math.max(worst, Math.abs(hinge(t) - ms[i]!) / ms[i]!),
+    0,
+  );
+  return { fit, floorMs, hingeMaxRelError, tokens, ms };
 }
 
 function main(): void {
@@ -71,7 +97,7 @@ function main(): void {
   });
   const path = positionals[0] ?? DEFAULT_VIDUR_CSV;
   const layers = Number(values.layers);
-  const { fit, tokens, ms } = fitVidurMlp(path, Number(values.tp), layers);
+  const { fit, floorMs, hingeMaxRelError, tokens, ms } = fitVidurMlp(path, Number(values.tp), layers);
 
   const model = MODEL_SHAPES['llama2-7b'];
   const gpu = GPU_SHAPES['h100-80g'];
@@ -80,21 +106,29 @@ function main(): void {
 
   const out = process.stdout;
   out.write(`source: ${path}\n`);
-  out.write(`rows: ${fit.points} (num_tensor_parallel_workers=${values.tp}, num_tokens `);
+  out.write(`rows: ${tokens.length} (num_tensor_parallel_workers=${values.tp}, num_tokens `);
   out.write(`${Math.min(...tokens)}..${Math.max(...tokens)}), ${layers} layers\n`);
-  out.write(`fit (ms): ${fit.intercept} + ${fit.slope} * tokens\n`);
-  out.write(`R^2 ${fit.rSquared.toFixed(5)}, max |error| ${fit.maxAbsError.toFixed(3)} ms, `);
-  out.write(`max relative error ${(100 * fit.maxRelError).toFixed(1)}%\n`);
+  out.write(`floor (ms, mean of rows with num_tokens <= ${MEMORY_BOUND_UP_TO}): ${floorMs}\n`);
+  out.write(
+    `line (ms, rows with num_tokens >= ${COMPUTE_BOUND_FROM}): ${fit.intercept} + ${fit.slope} * tokens\n`,
+  );
+  out.write(
+    `hinge max(floor, line) over all rows: max relative error ${(100 * hingeMaxRelError).toFixed(1)}%\n`,
+  );
+  out.write(`line R^2 ${fit.rSquared.toFixed(5)}, max |error| ${fit.maxAbsError.toFixed(3)} ms\n`);
   const worst = (error: (i: number) => number) =>
     tokens.reduce((best, _, i) => (error(i) > error(best) ? i : best), 0);
-  const residual = (i: number) => Math.abs(ms[i]! - (fit.intercept + fit.slope * tokens[i]!));
+  const residual = (i: number) =>
+    Math.abs(ms[i]! - Math.max(floorMs, fit.intercept + fit.slope * tokens[i]!));
   const absWorst = worst(residual);
   const relWorst = worst((i) => residual(i) / ms[i]!);
   out.write(`worst absolute at ${tokens[absWorst]} tokens (measured ${ms[absWorst]!.toFixed(3)} ms), `);
   out.write(`worst relative at ${tokens[relWorst]} tokens (measured ${ms[relWorst]!.toFixed(3)} ms)\n`);
   out.write('roofline (s): c = KV bytes per token / (bandwidth * efficiency), ');
   out.write('d = 4 * layers * hidden / (peak * prefill MFU)\n');
-  out.write(`coefficients (s): { a: ${fit.intercept * 1e-3}, b: ${fit.slope * 1e-3}, c: ${c}, d: ${d} }\n`);
+  out.write(
+    `coefficients (s): { a: ${fit.intercept * 1e-3}, b: ${fit.slope * 1e-3}, c: ${c}, d: ${d}, floor: ${floorMs * 1e-3} }\n`,
+  );
 }
 
 // Run only when invoked as a script, so tests can import fitVidurMlp.

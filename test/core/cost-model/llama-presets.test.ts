@@ -30,8 +30,12 @@ test('llama2-7b-h100: attention coefficients are the roofline derivation', () =>
   close(LLAMA2_7B_H100_COEFFICIENTS.d, (4 * 32 * 4096) / (989.5e12 * 0.45));
   const model = costModelPreset('llama2-7b-h100');
   const { a, b, c, d } = LLAMA2_7B_H100_COEFFICIENTS;
-  close(model.prefillTime(1000, 3000), a + b * 1000 + c * 4000 + d * 4_000_000);
-  // The linear part stays within the fit's max error (4.3 ms) of vidur's measured sums (research digest).
+  const floor = LLAMA2_7B_H100_COEFFICIENTS.floor!;
+  close(model.prefillTime(1000, 3000), Math.max(floor, a + b * 1000) + c * 4000 + d * 4_000_000);
+  // A decode step pays the memory-bound floor, not the line's intercept.
+  close(model.decodeTime(1, 99), floor + (c + d) * 100);
+  // The hinge stays within 12% of vidur's measured sums (research digest) where batches live:
+  // decode steps and compute-bound prefill chunks (512 tokens, at the edge of the transition, is 10.3% high).
   for (const [tokens, measuredMs] of [
     [1, 5.6],
     [512, 12.0],
@@ -39,17 +43,19 @@ test('llama2-7b-h100: attention coefficients are the roofline derivation', () =>
     [2048, 40.3],
     [4096, 83.9],
   ] as const) {
-    assert.ok(Math.abs(a + b * tokens - measuredMs * 1e-3) < 4.3e-3, `${tokens} tokens`);
+    const hinge = Math.max(floor, a + b * tokens);
+    assert.ok(Math.abs(hinge - measuredMs * 1e-3) < 0.12 * measuredMs * 1e-3, `${tokens} tokens: ${hinge}`);
   }
   assert.equal(model.kvBytesPerToken, 524_288);
 });
 
-test('llama2-7b-h100: a and b are the least-squares fit of the vidur profile', {
+test('llama2-7b-h100: floor, a and b are the hinge fit of the vidur profile', {
   skip: existsSync(DEFAULT_VIDUR_CSV) ? false : 'vidur profile not present',
 }, () => {
-  const { fit } = fitVidurMlp(DEFAULT_VIDUR_CSV);
-  assert.equal(fit.points, 261);
+  const { fit, floorMs, tokens } = fitVidurMlp(DEFAULT_VIDUR_CSV);
+  assert.equal(tokens.length, 261);
   close(LLAMA2_7B_H100_COEFFICIENTS.a, fit.intercept * 1e-3, 1e-9);
   close(LLAMA2_7B_H100_COEFFICIENTS.b, fit.slope * 1e-3, 1e-9);
-  assert.ok(fit.rSquared > 0.995);
+  close(LLAMA2_7B_H100_COEFFICIENTS.floor!, floorMs * 1e-3, 1e-9);
+  assert.ok(fit.rSquared > 0.99);
 });
