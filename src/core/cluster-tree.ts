@@ -72,12 +72,18 @@ export class ClusterTree {
   private matchLen = new Int32Array(16);
   private touchedInstances: InstanceId[] = [];
   private markCounter = 0;
+  /** The latest match and its prompt, reusable by `assign` while the tree has not changed since. */
+  private lastMatch: ClusterMatch | null = null;
+  private lastMatchTokens: Tokens | null = null;
+  private lastMatchVersion = -1;
   /** Told when a node leaves an instance's cache (predicted or reported). */
   onUncache: EvictionListener | null = null;
   /** Told when a node is removed from the tree. */
   onRemove: ((node: ClusterNode) => void) | null = null;
   /** Told after a split: `head` is the new upper part, `tail` the original node, now shorter. */
   onSplit: ((head: ClusterNode, tail: ClusterNode) => void) | null = null;
+  /** Told before `parent` merges into its only child `child`, which survives. */
+  onMerge: ((parent: ClusterNode, child: ClusterNode) => void) | null = null;
 
   constructor() {
     const ops: RadixDataOps<ClusterNodeData> = {
@@ -85,6 +91,12 @@ export class ClusterTree {
       split: (head, tail) => {
         this.splitSlots(head, tail);
         this.onSplit?.(head, tail);
+      },
+      merge: (parent, child) => {
+        this.onMerge?.(parent, child);
+        for (const slot of parent.data.slots)
+          if (slot.cached) this.unlink(this.instances[slot.instance]!, slot);
+        parent.data.slots = [];
       },
     };
     this.tree = new RadixTree(ops);
@@ -177,9 +189,22 @@ export class ClusterTree {
    * make it most recently used. Returns the leaf (null for an empty prompt). Policies without a
    * window pass `countInWindow = false` and never call releaseWindow.
    */
-  assign(tokens: Tokens, instance: InstanceId, now: number, countInWindow = true): ClusterNode | null {
+  assign(
+    tokens: Tokens,
+    instance: InstanceId,
+    now: number,
+    countInWindow = true,
+    lastMatch?: ClusterMatch,
+  ): ClusterNode | null {
     const cache = this.requireInstance(instance);
-    const path = this.tree.insert(tokens);
+    const path =
+      lastMatch !== undefined &&
+      lastMatch === this.lastMatch &&
+      this.lastMatchTokens === tokens &&
+      this.lastMatchVersion === this.tree.version
+        ? this.tree.insertMatched(tokens, lastMatch)
+        : this.tree.insert(tokens);
+    this.lastMatch = null;
     // Leaf first, so each parent ends up more recent than its children (leaf-first LRU order).
     for (let p = path.length - 1; p >= 0; p--) {
       const node = path[p]!;
@@ -196,7 +221,9 @@ export class ClusterTree {
       slot.lastAccess = now;
       this.moveToTail(cache, slot);
     }
-    return path[path.length - 1] ?? null;
+    const leaf = path[path.length - 1] ?? null;
+    this.compact(leaf);
+    return leaf;
   }
 
   /** End an in-flight request's pin on the path from `leaf` to the root. */
@@ -260,23 +287,20 @@ export class ClusterTree {
   /**
    * Predict the instance's own LRU eviction: while it holds more than its capacity, evict the
    * least recently used unpinned tokens (the tail of a node first, as engines evict in part).
+   * Restarts from the LRU head after each victim: compaction may merge the nodes it would visit next.
    */
   evictToCapacity(instance: InstanceId): void {
     const cache = this.instances[instance];
     if (cache === undefined) return;
-    let s = cache.lruHead;
-    while (s !== null && cache.usedTokens > cache.capacityTokens) {
-      const next = s.next;
-      if (s.inflight === 0) {
-        const excess = cache.usedTokens - cache.capacityTokens;
-        const node = s.node;
-        if (excess < node.length) {
-          // Keep the head, evict the tail: the split leaves `node` as the tail.
-          this.tree.splitAt(node, node.length - excess);
-        }
-        this.uncacheSubtree(instance, node);
-      }
-      s = next;
+    while (cache.usedTokens > cache.capacityTokens) {
+      let s = cache.lruHead;
+      while (s !== null && s.inflight > 0) s = s.next;
+      if (s === null) return; // everything left is pinned by in-flight requests
+      const excess = cache.usedTokens - cache.capacityTokens;
+      const node = s.node;
+      // Keep the head, evict the tail: the split leaves `node` as the tail.
+      if (excess < node.length) this.tree.splitAt(node, node.length - excess);
+      this.uncacheSubtree(instance, node);
     }
   }
 
@@ -307,6 +331,8 @@ export class ClusterTree {
 
   /** Remove `node` and its cached descendants from `instance`'s cache. */
   uncacheSubtree(instance: InstanceId, node: ClusterNode): void {
+    const cache = this.instances[instance];
+    if (cache === undefined) return;
     const stack: ClusterNode[] = [node];
     const visited: ClusterNode[] = [];
     while (stack.length > 0) {
@@ -316,17 +342,21 @@ export class ClusterTree {
       visited.push(n);
       if (n.children !== null) for (const c of n.children.values()) stack.push(c);
     }
-    // Deepest first, so pruning can remove leaves before their parents.
+    // Change all state first; prune and compact after, since both can remove visited nodes.
     for (let v = visited.length - 1; v >= 0; v--) {
       const n = visited[v]!;
       const slot = findSlot(n, instance)!;
-      const cache = this.instances[instance]!;
       slot.cached = false;
       cache.usedTokens -= n.length;
       this.unlink(cache, slot);
       this.onUncache?.(instance, n);
       this.dropIfIdle(n, slot);
-      this.prune(n);
+    }
+    for (let v = visited.length - 1; v >= 0; v--) {
+      const n = visited[v]!;
+      if (n.parent === null) continue; // already removed or merged away
+      if (n.childCount === 0 && n.data.slots.length === 0) this.prune(n);
+      else this.compact(n);
     }
   }
 
@@ -343,6 +373,7 @@ export class ClusterTree {
       this.onRemove?.(node);
       node = parent;
     }
+    this.compact(node);
   }
 
   /** Consistency check for tests: usage sums, LRU membership and order, pruning. Throws on a violation. */
@@ -367,6 +398,9 @@ export class ClusterTree {
         }
       }
       if (windowSum !== d.windowTotal) throw new Error(`window total ${d.windowTotal} != ${windowSum}`);
+      if (node.childCount === 1 && sameState(node, node.children!.values().next().value as ClusterNode)) {
+        throw new Error('a single-child chain with one state was left unmerged');
+      }
       if (node.childCount === 0 && d.slots.length === 0) throw new Error('unreferenced leaf kept');
     }
     this.instances.forEach((cache, instance) => {
@@ -402,7 +436,7 @@ export class ClusterTree {
     return slot;
   }
 
-  /** Apply `change` to the instance's slot on every node from `leaf` up, then prune from the leaf. */
+  /** Apply `change` to the instance's slot on every node from `leaf` up, then prune and compact from the leaf. */
   private walkUp(leaf: ClusterNode | null, instance: InstanceId, change: (slot: InstanceSlot) => void): void {
     for (let n = leaf; n !== null && n !== this.tree.root; n = n.parent) {
       const slot = findSlot(n, instance);
@@ -411,7 +445,29 @@ export class ClusterTree {
         this.dropIfIdle(n, slot);
       }
     }
-    this.prune(leaf);
+    if (leaf !== null && leaf.parent !== null && leaf.childCount === 0 && leaf.data.slots.length === 0)
+      this.prune(leaf);
+    else this.compact(leaf);
+  }
+
+  /**
+   * Merge single-child chains whose nodes mean the same to every instance, from `node` up. Splits
+   * (partial evictions, branches that later vanish) would otherwise fragment paths for good.
+   */
+  compact(node: ClusterNode | null): void {
+    let n = node;
+    while (n !== null && n !== this.tree.root) {
+      const parent = n.parent!;
+      if (n.childCount === 1) {
+        const child = n.children!.values().next().value as ClusterNode;
+        if (sameState(n, child)) {
+          this.tree.mergeIntoChild(n);
+          n = child.parent;
+          continue;
+        }
+      }
+      n = parent;
+    }
   }
 
   /** Remove a slot that no longer means anything; true if removed. */
@@ -467,6 +523,25 @@ export class ClusterTree {
     slot.prev = null;
     slot.next = null;
   }
+}
+
+/** Whether two nodes hold the same state for every instance (then one node can stand for both). */
+function sameState(a: ClusterNode, b: ClusterNode): boolean {
+  const sa = a.data.slots;
+  const sb = b.data.slots;
+  if (sa.length !== sb.length || a.data.windowTotal !== b.data.windowTotal) return false;
+  for (const x of sa) {
+    const y = findSlot(b, x.instance);
+    if (
+      y === undefined ||
+      y.cached !== x.cached ||
+      y.windowCount !== x.windowCount ||
+      y.inflight !== x.inflight
+    ) {
+      return false;
+    }
+  }
+  return true;
 }
 
 export function findSlot(node: ClusterNode, instance: InstanceId): InstanceSlot | undefined {

@@ -53,6 +53,8 @@ export interface RadixDataOps<D> {
   create(node: RadixNode<D>): D;
   /** `head` is the new node holding the first part; `tail` is the original node, now shorter. */
   split(head: RadixNode<D>, tail: RadixNode<D>): void;
+  /** `parent` is about to be merged into its only child `child` (which survives, longer). */
+  merge?(parent: RadixNode<D>, child: RadixNode<D>): void;
 }
 
 /**
@@ -62,6 +64,8 @@ export interface RadixDataOps<D> {
 export class RadixTree<D> {
   readonly root: RadixNode<D>;
   private nodes = 0;
+  /** Bumped by every structural change: a match taken at one version is valid only at that version. */
+  version = 0;
 
   constructor(private readonly ops: RadixDataOps<D>) {
     this.root = new RadixNode<D>(null, new Uint32Array(0), 0, undefined as unknown as D);
@@ -96,8 +100,15 @@ export class RadixTree<D> {
    * path whose last node ends exactly at `tokens.length` (empty for an empty sequence).
    */
   insert(tokens: Tokens): RadixNode<D>[] {
-    const m = this.match(tokens);
-    const path = m.path;
+    return this.insertMatched(tokens, this.match(tokens));
+  }
+
+  /**
+   * `insert` for a sequence whose match was just taken and the tree not changed since: saves the
+   * second walk over the prompt on the routing path.
+   */
+  insertMatched(tokens: Tokens, m: RadixMatch<D>): RadixNode<D>[] {
+    const path = m.path.slice();
     const last = path[path.length - 1];
     if (last !== undefined && m.lastNodeMatched < last.length) {
       path[path.length - 1] = this.splitAt(last, m.lastNodeMatched);
@@ -124,6 +135,7 @@ export class RadixTree<D> {
       undefined as unknown as D,
     );
     head.data = this.ops.create(head);
+    this.version++;
     parent.children!.set(node.tokens[0]!, head);
     node.tokens = node.tokens.subarray(offset);
     node.prefixLen += offset;
@@ -134,11 +146,36 @@ export class RadixTree<D> {
     return head;
   }
 
+  /**
+   * Merge `parent` into its only child: the child takes the parent's tokens in front of its own and
+   * its place in the tree. The child object survives, so references to deeper nodes stay valid.
+   */
+  mergeIntoChild(parent: RadixNode<D>): RadixNode<D> {
+    if (parent === this.root || parent.childCount !== 1)
+      throw new Error('merge needs a non-root node with one child');
+    const child = parent.children!.values().next().value as RadixNode<D>;
+    this.ops.merge?.(parent, child);
+    this.version++;
+    const tokens = new Uint32Array(parent.length + child.length);
+    tokens.set(parent.tokens, 0);
+    tokens.set(child.tokens, parent.length);
+    const grandparent = parent.parent!;
+    child.tokens = tokens;
+    child.prefixLen = parent.prefixLen;
+    child.parent = grandparent;
+    grandparent.children!.set(tokens[0]!, child);
+    parent.parent = null;
+    parent.children = null;
+    this.nodes--;
+    return child;
+  }
+
   /** Remove a leaf. The owner decides when a node is no longer needed. */
   removeLeaf(node: RadixNode<D>): void {
     if (node === this.root) throw new Error('cannot remove the root');
     if (node.childCount > 0) throw new Error('cannot remove a node with children');
     const parent = node.parent!;
+    this.version++;
     parent.children!.delete(node.tokens[0]!);
     if (parent.children!.size === 0) parent.children = null;
     node.parent = null;
@@ -159,6 +196,7 @@ export class RadixTree<D> {
   private addChild(parent: RadixNode<D>, tokens: Tokens): RadixNode<D> {
     const child = new RadixNode<D>(parent, tokens, parent.endLen, undefined as unknown as D);
     child.data = this.ops.create(child);
+    this.version++;
     if (parent.children === null) parent.children = new Map();
     parent.children.set(tokens[0]!, child);
     this.nodes++;

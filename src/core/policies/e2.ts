@@ -104,6 +104,12 @@ export class E2Policy extends BasePolicy {
   private readonly replicas = new Map<ClusterNode, Replica[]>();
   private readonly queueTimes: QueueTimeDetector;
   private lastRebalance = Number.NEGATIVE_INFINITY;
+  /** The match taken in `choose`, reused by `onRouted` to insert without walking the prompt again. */
+  private routingMatch: ClusterMatch | null = null;
+  private exploreFor: readonly InstanceId[] | null = null;
+  private exploreList: readonly Candidate[] = [];
+  /** Requests in the window of the instance whose eviction cost is being priced. */
+  private pricingRequests = 1;
 
   constructor(options: Partial<E2Options> & { costModel: CostModel }) {
     super();
@@ -117,6 +123,8 @@ export class E2Policy extends BasePolicy {
       this.options.autoscaleMinQueueSeconds,
     );
     this.tree.onSplit = (head, tail) => this.keyPortionSplit(head, tail);
+    // A merged-away parent's state continues in the child that now holds its tokens.
+    this.tree.onMerge = (parent, child) => this.moveKeyPortionState(parent, child);
     this.tree.onRemove = (node) => {
       this.redirects.forgetNode(node);
       this.replicas.delete(node);
@@ -143,6 +151,7 @@ export class E2Policy extends BasePolicy {
     this.expireWindow(now);
     const tokens = request.tokens;
     const match = this.tree.match(tokens);
+    this.routingMatch = match;
     const mark = this.tree.markPath(match.path);
     const { cached, holders } = this.longestCachedAmongActive(match, active);
     const missed = tokens.length - cached;
@@ -152,15 +161,15 @@ export class E2Policy extends BasePolicy {
       return this.cheapest(candidates, tokens.length, mark);
     }
 
-    const all: Candidate[] = active.map((instance) => ({ instance, via: 'explore' as Branch }));
-    const decision = this.cheapest(all, tokens.length, mark);
+    const decision = this.cheapest(this.exploreCandidates(active), tokens.length, mark);
     if (!this.options.pdBalance) return decision;
     return this.preferDecodeHeavy(decision, active) ?? decision;
   }
 
   protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
     const instance = decision.instance;
-    const leaf = this.tree.assign(request.tokens, instance, now);
+    const leaf = this.tree.assign(request.tokens, instance, now, true, this.routingMatch ?? undefined);
+    this.routingMatch = null;
     const cached = decision.matchedTokens;
     const entry: WindowEntry = {
       time: now,
@@ -274,6 +283,15 @@ export class E2Policy extends BasePolicy {
     return { cached, holders: best };
   }
 
+  /** Every active instance as an explore candidate; rebuilt only when the active set changes. */
+  private exploreCandidates(active: readonly InstanceId[]): readonly Candidate[] {
+    if (this.exploreFor !== active) {
+      this.exploreFor = active;
+      this.exploreList = active.map((instance) => ({ instance, via: 'explore' as Branch }));
+    }
+    return this.exploreList;
+  }
+
   /** Instances caching the deepest matched node, with rebalancing redirects and autoscaled replicas applied. */
   private exploitCandidates(
     path: readonly ClusterNode[],
@@ -281,10 +299,9 @@ export class E2Policy extends BasePolicy {
     active: readonly InstanceId[],
   ): Candidate[] {
     const out: Candidate[] = [];
-    const seen = new Set<InstanceId>();
     const push = (instance: InstanceId, via: Branch) => {
-      if (seen.has(instance) || this.view.state(instance)?.draining !== false) return;
-      seen.add(instance);
+      if (this.view.state(instance)?.draining !== false) return;
+      for (const c of out) if (c.instance === instance) return; // candidate lists are short
       out.push({ instance, via });
     };
     for (const h of holders) {
@@ -393,15 +410,18 @@ export class E2Policy extends BasePolicy {
   private keyPortionSplit(head: ClusterNode, tail: ClusterNode): void {
     if (tail.length > tail.prefixLen) return;
     const kp = keyPortionOf(head);
-    if (kp === null) return;
-    this.queueTimes.transfer(tail, kp);
-    this.redirects.transfer(tail, kp);
-    const replicas = this.replicas.get(tail);
+    if (kp !== null) this.moveKeyPortionState(tail, kp);
+  }
+
+  private moveKeyPortionState(from: ClusterNode, to: ClusterNode): void {
+    this.queueTimes.transfer(from, to);
+    this.redirects.transfer(from, to);
+    const replicas = this.replicas.get(from);
     if (replicas !== undefined) {
-      this.replicas.delete(tail);
-      const merged = [...(this.replicas.get(kp) ?? [])];
+      this.replicas.delete(from);
+      const merged = [...(this.replicas.get(to) ?? [])];
       for (const r of replicas) if (!merged.some((m) => m.instance === r.instance)) merged.push(r);
-      this.replicas.set(kp, merged);
+      this.replicas.set(to, merged);
     }
   }
 
