@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { registerBenchMemory } from './bench-memory.ts';
+import { registerBenchScheduler } from './bench-scheduler.ts';
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+function buildProgram(): Command {
+  const program = new Command('preble')
+    .description('Prefix-aware scheduling for LLM serving: the E2 scheduler, baselines, and their benchmarks')
+    .version(version)
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)');
+  const bench = program.command('bench').description('benchmarks').exitOverride();
+  registerBenchScheduler(bench);
+  registerBenchMemory(bench);
+  return program;
+}
+
+/** Run the CLI; errors become one line on stderr and a non-zero exit, never a stack trace. */
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv as string[]);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode; // commander already printed the reason
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`preble: ${message}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,26 @@
+import { Random } from '../random.ts';
+import type { InstanceId, RouteDecision, RouteRequest } from '../types.ts';
+import { BasePolicy } from './base-policy.ts';
+import { NO_COSTS } from './baseline-no-costs.ts';
+
+export interface RandomOptions {
+  /** Seed of the choice stream: the same seed and request stream give the same routing. Default 0. */
+  readonly seed?: number;
+}
+
+export const randomDefaults: Required<RandomOptions> = { seed: 0 };
+
+/** Uniform seeded choice among the active instances. */
+export class RandomPolicy extends BasePolicy {
+  readonly name = 'random';
+  private readonly random: Random;
+
+  constructor(options: RandomOptions = {}) {
+    super();
+    this.random = new Random(options.seed ?? randomDefaults.seed);
+  }
+
+  protected choose(_request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
+    return { instance: this.random.pick(active), branch: 'random', matchedTokens: 0, costs: NO_COSTS };
+  }
+}

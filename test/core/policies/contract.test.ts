@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import {
+  createGlobalPolicy,
+  globalPolicyNames,
+  parsePolicyList,
+} from '../../../src/core/policies/registry.ts';
+import { simpleCostModel } from '../../helpers/simple-cost-model.ts';
+
+type Op =
+  | { kind: 'route'; prefix: number; suffix: number[] }
+  | { kind: 'finish' | 'fail' | 'first'; pick: number }
+  | { kind: 'evict'; instance: number; kept: number; pick: number }
+  | { kind: 'drain' | 'remove' | 'add'; instance: number }
+  | { kind: 'signal'; instance: number; waiting: number }
+  | { kind: 'tick'; advance: number };
+
+const instance = fc.integer({ min: 0, max: 3 });
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('route' as const),
+      prefix: fc.integer({ min: 0, max: 2 }),
+      suffix: fc.array(fc.integer({ min: 0, max: 5 }), { maxLength: 5 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('finish' as const, 'fail' as const, 'first' as const),
+      pick: fc.nat(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('evict' as const), instance, kept: fc.nat(10), pick: fc.nat() }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('drain' as const, 'remove' as const, 'add' as const),
+      instance,
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('signal' as const), instance, waiting: fc.nat(5) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('tick' as const),
+      advance: fc.double({ min: 0, max: 50, noNaN: true }),
+    }),
+  },
+);
+
+for (const name of globalPolicyNames) {
+  test(`${name}: routes only to active instances and releases every request exactly once`, () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 60 }), (ops) => {
+        const policy = createGlobalPolicy(name, { costModel: simpleCostModel(64), seed: 7 });
+        const active = new Set<number>();
+        const present = new Set<number>();
+        for (let i = 0; i < 4; i++) {
+          policy.instanceAdded(i, { kvCapacityTokens: 64 }, 0);
+          active.add(i);
+          present.add(i);
+        }
+        const inflight: { id: string; instance: number; tokens: Uint32Array }[] = [];
+        let now = 0;
+        let n = 0;
+        for (const op of ops) {
+          now += 0.25;
+          if (op.kind === 'route') {
+            const tokens = Uint32Array.from([
+              ...Array.from({ length: 6 }, (_, i) => 10 * op.prefix + i),
+              ...op.suffix,
+            ]);
+            const id = `r${n++}`;
+            if (active.size === 0) {
+              assert.throws(() => policy.route({ id, tokens, arrival: now }, now), /no instance/);
+              continue;
+            }
+            const d = policy.route({ id, tokens, arrival: now }, now);
+            assert.ok(active.has(d.instance), `${name} routed to inactive instance ${d.instance}`);
+            assert.ok(d.matchedTokens >= 0 && d.matchedTokens <= tokens.length);
+            inflight.push({ id, instance: d.instance, tokens });
+            policy.requestStarted(id, now);
+          } else if (op.kind === 'finish' || op.kind === 'fail' || op.kind === 'first') {
+            if (inflight.length === 0) continue;
+            const at = op.pick % inflight.length;
+            const r = inflight[at]!;
+            if (op.kind === 'first') policy.requestFirstToken(r.id, now);
+            else {
+              inflight.splice(at, 1);
+              if (op.kind === 'finish') {
+                policy.requestFinished(r.id, now, {
+                  promptTokens: r.tokens.length,
+                  cachedTokens: 0,
+                  outputTokens: 2,
+                });
+              } else policy.requestFailed(r.id, now);
+            }
+          } else if (op.kind === 'evict') {
+            if (inflight.length > 0) {
+              const path = inflight[op.pick % inflight.length]!.tokens;
+              policy.instanceEvicted(op.instance, path, op.kept % path.length, now);
+            }
+          } else if (op.kind === 'drain') {
+            policy.instanceDrained(op.instance, now);
+            active.delete(op.instance);
+          } else if (op.kind === 'remove') {
+            policy.instanceRemoved(op.instance, now);
+            active.delete(op.instance);
+            present.delete(op.instance);
+          } else if (op.kind === 'add') {
+            policy.instanceAdded(op.instance, { kvCapacityTokens: 64 }, now);
+            active.add(op.instance);
+            present.add(op.instance);
+          } else if (op.kind === 'signal') {
+            if (present.has(op.instance)) {
+              policy.loadSignal(
+                op.instance,
+                {
+                  running: 1,
+                  waiting: op.waiting,
+                  queuedPrefillTokens: 10 * op.waiting,
+                  usedKvTokens: 20,
+                  freeKvTokens: 44,
+                },
+                now,
+              );
+            }
+          } else {
+            now += op.advance;
+            policy.tick(now);
+          }
+        }
+        for (const r of inflight) policy.requestFailed(r.id, now);
+        for (const r of inflight) policy.requestFailed(r.id, now); // a repeated report changes nothing
+        const base = policy as unknown as { inflight(i: number): number };
+        for (let i = 0; i < 4; i++)
+          assert.equal(base.inflight(i), 0, `${name}: in flight on ${i} after all ended`);
+      }),
+      { numRuns: 60 },
+    );
+  });
+}
+
+test('the registry builds every policy by name and rejects unknown names with the list', () => {
+  for (const name of globalPolicyNames)
+    assert.equal(createGlobalPolicy(name, { costModel: simpleCostModel() }).name, name);
+  assert.throws(
+    () => createGlobalPolicy('nope', { costModel: simpleCostModel() }),
+    /valid policies: e2, round-robin/,
+  );
+  assert.deepEqual(parsePolicyList('e2, round-robin'), ['e2', 'round-robin']);
+  assert.deepEqual(parsePolicyList('all'), [...globalPolicyNames]);
+  assert.throws(() => parsePolicyList('e2,nope'), /unknown policy 'nope'/);
+});
