@@ -24,3 +24,30 @@ export function run(start: number, length: number): Tokens {
 }
 
 export { concat };
+
+let nextRequest = 0;
+
+/** A request for `tokens` (a fresh id unless given). */
+export function req(tokens: Tokens, id?: string, arrival = 0): RouteRequest {
+  return { id: id ?? `auto-${nextRequest++}`, tokens, arrival };
+}
+
+/** Route a prompt and finish it at once, leaving nothing in flight; returns the chosen instance. */
+export function routeIdle(policy: GlobalPolicy, tokens: Tokens, now = 0): InstanceId {
+  const r = req(tokens, undefined, now);
+  const d = policy.route(r, now);
+  policy.requestFinished(r.id, now, { promptTokens: tokens.length, cachedTokens: 0, outputTokens: 1 });
+  return d.instance;
+}
+
+/** A polled load signal: an idle instance unless told otherwise. */
+export function signal(fields: Partial<InstanceLoadSignal> = {}): InstanceLoadSignal {
+  return {
+    running: 0,
+    waiting: 0,
+    queuedPrefillTokens: 0,
+    usedKvTokens: 0,
+    freeKvTokens: 1_000_000,
+    ...fields,
+  };
+}

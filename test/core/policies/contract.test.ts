@@ -131,7 +131,7 @@ for (const name of globalPolicyNames) {
                 now,
               );
             }
-          } else {
+          } else if (op.kind === 'tick') {
             now += op.advance;
             policy.tick(now);
           }
