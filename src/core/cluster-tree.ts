@@ -333,6 +333,19 @@ export class ClusterTree {
   uncacheSubtree(instance: InstanceId, node: ClusterNode): void {
     const cache = this.instances[instance];
     if (cache === undefined) return;
+    if (node.childCount === 0) {
+      // The common case (LRU victims are leaves): no subtree to walk.
+      const slot = findSlot(node, instance);
+      if (slot === undefined || !slot.cached) return;
+      slot.cached = false;
+      cache.usedTokens -= node.length;
+      this.unlink(cache, slot);
+      this.onUncache?.(instance, node);
+      this.dropIfIdle(node, slot);
+      if (node.data.slots.length === 0) this.prune(node);
+      else this.compact(node);
+      return;
+    }
     const stack: ClusterNode[] = [node];
     const visited: ClusterNode[] = [];
     while (stack.length > 0) {

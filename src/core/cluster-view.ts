@@ -21,11 +21,6 @@ export interface InstanceState {
   signalAt: number;
 }
 
-interface InflightRequest {
-  readonly instance: InstanceId;
-  readonly routedAt: number;
-}
-
 /**
  * What every policy knows of the cluster: which instances exist and take work, and which requests
  * are in flight where. The router counts a request against its instance before dispatch and
@@ -34,7 +29,8 @@ interface InflightRequest {
 export class ClusterView {
   private readonly states: (InstanceState | undefined)[] = [];
   private activeIds: InstanceId[] = [];
-  private readonly requests = new Map<string, InflightRequest>();
+  /** In-flight request id -> its instance. */
+  private readonly requests = new Map<string, InstanceId>();
 
   add(id: InstanceId, info: InstanceInfo): void {
     if (!Number.isInteger(id) || id < 0) throw new Error(`instance ids are non-negative integers, got ${id}`);
@@ -105,25 +101,25 @@ export class ClusterView {
   }
 
   /** Count a request against its instance (before dispatch). */
-  begin(requestId: string, instance: InstanceId, now: number): void {
+  begin(requestId: string, instance: InstanceId): void {
     if (this.requests.has(requestId)) throw new Error(`request ${requestId} is already in flight`);
-    this.requests.set(requestId, { instance, routedAt: now });
+    this.requests.set(requestId, instance);
     const s = this.states[instance];
     if (s !== undefined) s.inflight++;
   }
 
   /** Release a request; returns where it ran, or undefined if it was not in flight (idempotent). */
   end(requestId: string): InstanceId | undefined {
-    const r = this.requests.get(requestId);
-    if (r === undefined) return undefined;
+    const instance = this.requests.get(requestId);
+    if (instance === undefined) return undefined;
     this.requests.delete(requestId);
-    const s = this.states[r.instance];
+    const s = this.states[instance];
     if (s !== undefined) s.inflight--;
-    return r.instance;
+    return instance;
   }
 
   instanceOf(requestId: string): InstanceId | undefined {
-    return this.requests.get(requestId)?.instance;
+    return this.requests.get(requestId);
   }
 
   setSignal(id: InstanceId, signal: InstanceLoadSignal, now: number): void {

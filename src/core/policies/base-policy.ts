@@ -26,7 +26,7 @@ export abstract class BasePolicy implements GlobalPolicy {
     const active = this.view.active;
     if (active.length === 0) throw new NoInstanceAvailableError();
     const decision = this.choose(request, now, active);
-    this.view.begin(request.id, decision.instance, now);
+    this.view.begin(request.id, decision.instance);
     this.onRouted(request, decision, now);
     return decision;
   }

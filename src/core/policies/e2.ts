@@ -49,6 +49,11 @@ export interface E2Options {
   readonly pdLoadGuard: number;
   /** Output length assumed before any request in the window has finished. */
   readonly defaultOutputTokens: number;
+  /**
+   * Window expiry runs in tick (background work, as in the paper); a decision expires the window
+   * itself only when the last expiry is older than this many seconds (ticks stopped or are slow).
+   */
+  readonly maxWindowStaleness: number;
 }
 
 export const E2_DEFAULTS: Omit<E2Options, 'costModel'> = {
@@ -66,12 +71,8 @@ export const E2_DEFAULTS: Omit<E2Options, 'costModel'> = {
   pdImbalanceRatio: 0.8,
   pdLoadGuard: 1.5,
   defaultOutputTokens: 45,
+  maxWindowStaleness: 1,
 };
-
-interface InflightInfo {
-  readonly entry: WindowEntry;
-  readonly routedAt: number;
-}
 
 interface Candidate {
   instance: InstanceId;
@@ -99,11 +100,13 @@ export class E2Policy extends BasePolicy {
   private readonly loads: InstanceLoad[] = [];
   private readonly cluster = { finished: 0, outputTokens: 0 };
   private readonly estimator: LoadEstimator;
-  private readonly inflightInfo = new Map<string, InflightInfo>();
+  /** In-flight requests' window entries (the entry's time is when it was routed). */
+  private readonly inflightEntries = new Map<string, WindowEntry>();
   private readonly redirects = new RedirectTable();
   private readonly replicas = new Map<ClusterNode, Replica[]>();
   private readonly queueTimes: QueueTimeDetector;
   private lastRebalance = Number.NEGATIVE_INFINITY;
+  private lastExpiry = Number.NEGATIVE_INFINITY;
   /** The match taken in `choose`, reused by `onRouted` to insert without walking the prompt again. */
   private routingMatch: ClusterMatch | null = null;
   private exploreFor: readonly InstanceId[] | null = null;
@@ -148,7 +151,8 @@ export class E2Policy extends BasePolicy {
   }
 
   protected choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision {
-    this.expireWindow(now);
+    // Window expiry is background bookkeeping (tick); routing does it only if ticks fell behind.
+    if (now - this.lastExpiry > this.options.maxWindowStaleness) this.expireWindow(now);
     const tokens = request.tokens;
     const match = this.tree.match(tokens);
     this.routingMatch = match;
@@ -185,16 +189,16 @@ export class E2Policy extends BasePolicy {
     };
     this.window.push(entry);
     this.loadFor(instance).add(entry);
-    this.inflightInfo.set(request.id, { entry, routedAt: now });
+    this.inflightEntries.set(request.id, entry);
     if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
   }
 
   override requestStarted(id: string, now: number): void {
     if (!this.options.autoscale) return;
-    const info = this.inflightInfo.get(id);
-    if (info === undefined) return;
-    const kp = keyPortionOf(info.entry.leaf);
-    if (kp !== null) this.queueTimes.record(kp, info.entry.instance, now - info.routedAt, now);
+    const entry = this.inflightEntries.get(id);
+    if (entry === undefined) return;
+    const kp = keyPortionOf(entry.leaf);
+    if (kp !== null) this.queueTimes.record(kp, entry.instance, now - entry.time, now);
   }
 
   protected override onReleased(
@@ -203,10 +207,9 @@ export class E2Policy extends BasePolicy {
     _now: number,
     counts: FinishCounts | undefined,
   ): void {
-    const info = this.inflightInfo.get(id);
-    if (info === undefined) return;
-    this.inflightInfo.delete(id);
-    const entry = info.entry;
+    const entry = this.inflightEntries.get(id);
+    if (entry === undefined) return;
+    this.inflightEntries.delete(id);
     this.tree.releaseInflight(entry.leaf, instance);
     if (!entry.live) return;
     const inWindow = !entry.expired;
@@ -274,7 +277,13 @@ export class E2Policy extends BasePolicy {
     match: ClusterMatch,
     active: readonly InstanceId[],
   ): { cached: number; holders: InstanceId[] } {
-    const holders = match.bestInstances.filter((i) => this.view.state(i)?.draining === false);
+    let holders = match.bestInstances;
+    for (const i of holders) {
+      if (this.view.state(i)?.draining !== false) {
+        holders = holders.filter((h) => this.view.state(h)?.draining === false);
+        break;
+      }
+    }
     if (holders.length > 0 || match.bestCached === 0) return { cached: match.bestCached, holders };
     // Every instance with the deepest node is draining: fall back to the best active one.
     let cached = 0;
@@ -297,27 +306,28 @@ export class E2Policy extends BasePolicy {
     path: readonly ClusterNode[],
     holders: readonly InstanceId[],
     active: readonly InstanceId[],
-  ): Candidate[] {
+  ): readonly Candidate[] {
     const out: Candidate[] = [];
-    const push = (instance: InstanceId, via: Branch) => {
-      if (this.view.state(instance)?.draining !== false) return;
-      for (const c of out) if (c.instance === instance) return; // candidate lists are short
-      out.push({ instance, via });
-    };
     for (const h of holders) {
       const r = this.redirects.target(path, h);
-      if (r !== undefined && this.view.state(r.to)?.draining === false) push(r.to, r.reason);
-      else push(h, 'exploit');
+      if (r !== undefined && this.view.state(r.to)?.draining === false)
+        this.addCandidate(out, r.to, r.reason);
+      else this.addCandidate(out, h, 'exploit');
     }
     if (this.replicas.size > 0) {
       for (const node of path) {
         const list = this.replicas.get(node);
-        if (list !== undefined) for (const r of list) push(r.instance, 'autoscale');
+        if (list !== undefined) for (const r of list) this.addCandidate(out, r.instance, 'autoscale');
       }
     }
     // Redirect targets might all be gone; never return an empty set.
-    if (out.length === 0) for (const i of active) push(i, 'explore');
-    return out;
+    return out.length > 0 ? out : this.exploreCandidates(active);
+  }
+
+  private addCandidate(out: Candidate[], instance: InstanceId, via: Branch): void {
+    if (this.view.state(instance)?.draining !== false) return;
+    for (const c of out) if (c.instance === instance) return; // candidate lists are short
+    out.push({ instance, via });
   }
 
   /** Cost L + M + P of each candidate; the lowest wins (ties: fewer in flight, then lower id). */
@@ -428,6 +438,7 @@ export class E2Policy extends BasePolicy {
   // ---- background work -------------------------------------------------------------------------
 
   private expireWindow(now: number): void {
+    this.lastExpiry = now;
     this.window.expire(now, (e) => {
       e.expired = true;
       this.tree.releaseWindow(e.leaf, e.instance);
