@@ -15,6 +15,7 @@ interface BenchSchedulerFlags {
   policy: string;
   model: string;
   seed: number;
+  repeat: number;
   json?: boolean;
 }
 
@@ -31,6 +32,7 @@ export function registerBenchScheduler(bench: Command): void {
     .option('--policy <list>', "comma list of policies, or 'all'", 'all')
     .option('--model <preset>', 'cost-model preset', 'mistral-7b-a6000')
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option('--repeat <n>', 'runs per policy; the median run is reported', positiveInt, 3)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: BenchSchedulerFlags) => benchScheduler(flags));
 }
@@ -46,6 +48,7 @@ function benchScheduler(flags: BenchSchedulerFlags): void {
     instances: flags.instances,
     costModel,
     seed: flags.seed,
+    repeat: flags.repeat,
     requests,
     clock: () => performance.now(),
     onPolicyDone: (r) =>

@@ -471,32 +471,56 @@ export class E2Policy extends BasePolicy {
         loads.has(r.to) &&
         loads.get(r.to)! < loads.get(r.from)!,
     );
-    const moves = planRebalance(loads, this.options.rebalanceThreshold, (heavy) => this.movableLoads(heavy));
+    const heavies = this.possibleHeavies(loads);
+    if (heavies.size === 0) return;
+    const movable = this.movableLoads(heavies);
+    const moves = planRebalance(loads, this.options.rebalanceThreshold, (heavy) => movable.get(heavy) ?? []);
     for (const m of moves) {
       this.redirects.add(m.node, { from: m.from, to: m.to, at: now, movedLoad: m.load, reason: 'rebalance' });
     }
   }
 
+  /** Instances above Th_bal times the lightest load: only these can be the heavy side of a pair. */
+  private possibleHeavies(loads: ReadonlyMap<InstanceId, number>): Set<InstanceId> {
+    let min = Number.POSITIVE_INFINITY;
+    for (const l of loads.values()) if (l < min) min = l;
+    const heavies = new Set<InstanceId>();
+    for (const [i, l] of loads) if (l > 0 && l > this.options.rebalanceThreshold * min) heavies.add(i);
+    return heavies;
+  }
+
   /**
-   * The heavy instance's key portions shared by at least two requests in the window, with the
-   * load those requests put there. Scans the window: runs in the background, not per decision.
+   * The heavy instances' key portions shared by at least two of their requests in the window, with
+   * the load those requests put there: one scan of the window, in the background.
    */
-  private movableLoads(heavy: InstanceId): MovableLoad[] {
-    const load = this.loads[heavy];
-    if (load === undefined) return [];
-    const decode = this.estimator.decodeSeconds(load, this.cluster);
-    const byNode = new Map<ClusterNode, { load: number; count: number }>();
+  private movableLoads(heavies: ReadonlySet<InstanceId>): Map<InstanceId, MovableLoad[]> {
+    const decode = new Map<InstanceId, number>();
+    const byInstance = new Map<InstanceId, Map<ClusterNode, { load: number; count: number }>>();
     for (const e of this.window.entries()) {
-      if (e.instance !== heavy || !e.live) continue;
+      if (!e.live || !heavies.has(e.instance)) continue;
       const kp = keyPortionOf(e.leaf);
-      if (kp === null || this.redirects.has(kp, heavy) || !this.tree.isCached(kp, heavy)) continue;
-      const agg = byNode.get(kp) ?? { load: 0, count: 0 };
-      agg.load += e.prefillSeconds + decode;
+      if (kp === null || this.redirects.has(kp, e.instance) || !this.tree.isCached(kp, e.instance)) continue;
+      let d = decode.get(e.instance);
+      if (d === undefined) {
+        d = this.estimator.decodeSeconds(this.loadFor(e.instance), this.cluster);
+        decode.set(e.instance, d);
+      }
+      let nodes = byInstance.get(e.instance);
+      if (nodes === undefined) {
+        nodes = new Map();
+        byInstance.set(e.instance, nodes);
+      }
+      const agg = nodes.get(kp) ?? { load: 0, count: 0 };
+      agg.load += e.prefillSeconds + d;
       agg.count++;
-      byNode.set(kp, agg);
+      nodes.set(kp, agg);
     }
-    const out: MovableLoad[] = [];
-    for (const [node, agg] of byNode) if (agg.count >= 2) out.push({ node, load: agg.load });
+    const out = new Map<InstanceId, MovableLoad[]>();
+    for (const [instance, nodes] of byInstance) {
+      const list: MovableLoad[] = [];
+      for (const [node, agg] of nodes) if (agg.count >= 2) list.push({ node, load: agg.load });
+      out.set(instance, list);
+    }
     return out;
   }
 
