@@ -111,8 +111,18 @@ export class E2Policy extends BasePolicy {
   private routingMatch: ClusterMatch | null = null;
   private exploreFor: readonly InstanceId[] | null = null;
   private exploreList: readonly Candidate[] = [];
-  /** Requests in the window of the instance whose eviction cost is being priced. */
-  private pricingRequests = 1;
+  /**
+   * PrefillTime(evicted tokens, at their context) x N_j, with N_j's denominator set per call: one
+   * function for all decisions, no closure allocated per decision.
+   */
+  private readonly victimPricing = {
+    requests: 1,
+    price: (node: ClusterNode, tokens: number, slot: InstanceSlot): number => {
+      if (slot.windowCount === 0) return 0;
+      const share = slot.windowCount / this.victimPricing.requests;
+      return this.options.costModel.prefillTime(tokens, node.endLen - tokens) * share;
+    },
+  };
 
   constructor(options: Partial<E2Options> & { costModel: CostModel }) {
     super();
