@@ -2,9 +2,10 @@ import { type RadixDataOps, type RadixNode, RadixTree } from './radix-tree.ts';
 import type { InstanceId, Tokens } from './types.ts';
 
 /**
- * What one instance means to one node of the global tree. Slots of cached nodes are linked into
- * their instance's LRU list (oldest first). Every touch of a node also touches its ancestors after
- * it, so a parent is always more recent than its cached children and LRU order is leaf-first.
+ * What one instance means to one node of the global tree. A slot that is cached and not pinned by
+ * an in-flight request is linked into its instance's LRU list (oldest first): the list holds exactly
+ * what the instance could evict, so its head is always a victim. A path is pinned when routed and
+ * relinked leaf first when released, so a parent is always more recent than its children.
  */
 export class InstanceSlot {
   cached = false;
@@ -128,7 +129,9 @@ export class ClusterTree {
   removeInstanceCache(instance: InstanceId): void {
     const cache = this.instances[instance];
     if (cache === undefined) return;
-    while (cache.lruTail !== null) this.uncacheSubtree(instance, cache.lruTail.node);
+    // Pinned nodes are not in the LRU list, so walk the tree: cached prefixes start at the root.
+    const tops = this.tree.root.children === null ? [] : [...this.tree.root.children.values()];
+    for (const top of tops) if (top.parent !== null) this.uncacheSubtree(instance, top);
   }
 
   /** Drop the instance entirely once nothing refers to it. */
@@ -169,13 +172,17 @@ export class ClusterTree {
     }
     const bestInstances: InstanceId[] = [];
     if (deepest !== null) for (const s of deepest.data.slots) if (s.cached) bestInstances.push(s.instance);
-    return {
+    const result: ClusterMatch = {
       path: m.path,
       matched: m.matched,
       lastNodeMatched: m.lastNodeMatched,
       bestCached,
       bestInstances,
     };
+    this.lastMatch = result;
+    this.lastMatchTokens = tokens;
+    this.lastMatchVersion = this.tree.version;
+    return result;
   }
 
   /** Tokens of the last matched prompt that `instance` caches (valid until the next match). */
@@ -205,7 +212,6 @@ export class ClusterTree {
         ? this.tree.insertMatched(tokens, lastMatch)
         : this.tree.insert(tokens);
     this.lastMatch = null;
-    // Leaf first, so each parent ends up more recent than its children (leaf-first LRU order).
     for (let p = path.length - 1; p >= 0; p--) {
       const node = path[p]!;
       const slot = this.slotFor(node, instance);
@@ -219,7 +225,7 @@ export class ClusterTree {
         cache.usedTokens += node.length;
       }
       slot.lastAccess = now;
-      this.moveToTail(cache, slot);
+      this.unlink(cache, slot); // pinned: out of the LRU list until released
     }
     const leaf = path[path.length - 1] ?? null;
     this.compact(leaf);
@@ -228,8 +234,11 @@ export class ClusterTree {
 
   /** End an in-flight request's pin on the path from `leaf` to the root. */
   releaseInflight(leaf: ClusterNode | null, instance: InstanceId): void {
+    const cache = this.instances[instance];
     this.walkUp(leaf, instance, (slot) => {
       slot.inflight--;
+      // Unpinned: evictable again, most recently used. The walk goes leaf first, so parents link after.
+      if (slot.inflight === 0 && slot.cached && cache !== undefined) this.linkTail(cache, slot);
     });
   }
 
@@ -276,7 +285,7 @@ export class ClusterTree {
     let cost = 0;
     let visits = 0;
     for (let s = cache.lruHead; s !== null && need > 0 && visits < maxVisits; s = s.next, visits++) {
-      if (s.inflight > 0 || s.node.data.mark === mark) continue;
+      if (s.node.data.mark === mark) continue;
       const take = Math.min(need, s.node.length);
       cost += price(s.node, take, s);
       need -= take;
@@ -293,8 +302,7 @@ export class ClusterTree {
     const cache = this.instances[instance];
     if (cache === undefined) return;
     while (cache.usedTokens > cache.capacityTokens) {
-      let s = cache.lruHead;
-      while (s !== null && s.inflight > 0) s = s.next;
+      const s = cache.lruHead;
       if (s === null) return; // everything left is pinned by in-flight requests
       const excess = cache.usedTokens - cache.capacityTokens;
       const node = s.node;
@@ -392,7 +400,7 @@ export class ClusterTree {
   /** Consistency check for tests: usage sums, LRU membership and order, pruning. Throws on a violation. */
   checkInvariants(): void {
     const used = new Map<InstanceId, number>();
-    const cachedSlots = new Set<InstanceSlot>();
+    const evictable = new Set<InstanceSlot>();
     for (const node of this.tree.nodesDepthFirst()) {
       const d = node.data;
       let windowSum = 0;
@@ -403,7 +411,7 @@ export class ClusterTree {
         windowSum += s.windowCount;
         if (s.cached) {
           used.set(s.instance, (used.get(s.instance) ?? 0) + node.length);
-          cachedSlots.add(s);
+          if (s.inflight === 0) evictable.add(s);
           const parent = node.parent!;
           if (parent !== this.tree.root && !this.isCached(parent, s.instance)) {
             throw new Error('cached node under an uncached parent');
@@ -421,15 +429,17 @@ export class ClusterTree {
       if ((used.get(instance) ?? 0) !== cache.usedTokens) throw new Error(`used tokens drift on ${instance}`);
       let count = 0;
       for (let s = cache.lruHead; s !== null; s = s.next) {
-        if (!cachedSlots.has(s) || s.instance !== instance) throw new Error('LRU holds an uncached slot');
+        if (!evictable.has(s) || s.instance !== instance)
+          throw new Error('LRU holds an uncached or pinned slot');
         // Leaf-first: a node's parent must come later (more recent) in the list.
         const parentSlot = s.node.parent === this.tree.root ? null : findSlot(s.node.parent!, instance);
-        if (parentSlot !== null && parentSlot !== undefined && !comesAfter(s, parentSlot)) {
+        // (A pinned parent is not in the list at all; it relinks after its children on release.)
+        if (parentSlot != null && evictable.has(parentSlot) && !comesAfter(s, parentSlot)) {
           throw new Error('LRU order puts a parent before its child');
         }
         count++;
       }
-      const expected = [...cachedSlots].filter((s) => s.instance === instance).length;
+      const expected = [...evictable].filter((s) => s.instance === instance).length;
       if (count !== expected) throw new Error(`LRU list has ${count} slots, expected ${expected}`);
     });
   }
@@ -506,13 +516,11 @@ export class ClusterTree {
       h.inflight = t.inflight;
       h.lastAccess = t.lastAccess;
       head.data.slots.push(h);
-      if (t.cached) this.linkAfter(this.instances[t.instance]!, t, h);
+      if (t.cached && t.inflight === 0) this.linkAfter(this.instances[t.instance]!, t, h);
     }
   }
 
-  private moveToTail(cache: InstanceCache, slot: InstanceSlot): void {
-    if (cache.lruTail === slot) return;
-    if (slot.prev !== null || slot.next !== null || cache.lruHead === slot) this.unlink(cache, slot);
+  private linkTail(cache: InstanceCache, slot: InstanceSlot): void {
     slot.prev = cache.lruTail;
     slot.next = null;
     if (cache.lruTail !== null) cache.lruTail.next = slot;
@@ -539,12 +547,12 @@ export class ClusterTree {
 }
 
 /** Whether two nodes hold the same state for every instance (then one node can stand for both). */
-function sameState(a: ClusterNode, b: ClusterNode): boolean {
-  const sa = a.data.slots;
-  const sb = b.data.slots;
-  if (sa.length !== sb.length || a.data.windowTotal !== b.data.windowTotal) return false;
+function sameState(parent: ClusterNode, child: ClusterNode): boolean {
+  const sa = parent.data.slots;
+  const sb = child.data.slots;
+  if (sa.length !== sb.length || parent.data.windowTotal !== child.data.windowTotal) return false;
   for (const x of sa) {
-    const y = findSlot(b, x.instance);
+    const y = findSlot(child, x.instance);
     if (
       y === undefined ||
       y.cached !== x.cached ||
@@ -553,6 +561,8 @@ function sameState(a: ClusterNode, b: ClusterNode): boolean {
     ) {
       return false;
     }
+    // Merging keeps the child's LRU position: only if nothing was used between them is that exact.
+    if (x.cached && x.inflight === 0 && x.prev !== y) return false;
   }
   return true;
 }

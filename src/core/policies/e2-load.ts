@@ -31,6 +31,8 @@ export class InstanceLoad {
   prefillSeconds = 0;
   promptTokens = 0;
   cachedTokens = 0;
+  /** Sum over requests of their cached share of the prompt (0 = a prefill unit, 1 = a decode unit). */
+  cachedShares = 0;
   finished = 0;
   outputTokens = 0;
 
@@ -39,6 +41,7 @@ export class InstanceLoad {
     this.prefillSeconds += e.prefillSeconds;
     this.promptTokens += e.promptTokens;
     this.cachedTokens += e.cachedTokens;
+    this.cachedShares += cachedShare(e);
     if (e.outputTokens >= 0) {
       this.finished++;
       this.outputTokens += e.outputTokens;
@@ -53,6 +56,7 @@ export class InstanceLoad {
       this.prefillSeconds = 0;
       this.promptTokens = 0;
       this.cachedTokens = 0;
+      this.cachedShares = 0;
       this.finished = 0;
       this.outputTokens = 0;
       return;
@@ -60,15 +64,20 @@ export class InstanceLoad {
     this.prefillSeconds = Math.max(0, this.prefillSeconds - e.prefillSeconds);
     this.promptTokens -= e.promptTokens;
     this.cachedTokens -= e.cachedTokens;
+    this.cachedShares = Math.max(0, this.cachedShares - cachedShare(e));
     if (e.outputTokens >= 0) {
       this.finished--;
       this.outputTokens -= e.outputTokens;
     }
   }
 
-  /** Share of the window's prompt tokens served from cache: how decode-heavy the instance's recent work is. */
+  /**
+   * How decode-heavy the instance's recent work is, by units as in the paper: a request whose prompt
+   * is all cached is a decode-phase unit (1), one with nothing cached a prefill-phase unit (0), a
+   * partly cached one in between; this is their mean over the requests in the window.
+   */
   get decodeRatio(): number {
-    return this.promptTokens > 0 ? this.cachedTokens / this.promptTokens : 0;
+    return this.requests > 0 ? this.cachedShares / this.requests : 0;
   }
 }
 
@@ -97,4 +106,8 @@ export class LoadEstimator {
     if (load.requests === 0) return 0;
     return load.prefillSeconds + load.requests * this.decodeSeconds(load, cluster);
   }
+}
+
+function cachedShare(e: WindowEntry): number {
+  return e.promptTokens > 0 ? e.cachedTokens / e.promptTokens : 0;
 }

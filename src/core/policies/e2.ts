@@ -40,11 +40,15 @@ export interface E2Options {
   readonly autoscaleMinQueueSeconds: number;
   /** Prefill/decode balancing of explored requests. */
   readonly pdBalance: boolean;
-  /** ImbalR: an instance whose windowed cached-token share exceeds this is decode-heavy. */
+  /**
+   * ImbalR: an instance is decode-heavy when the mean cached share of its windowed requests (1 for a
+   * decode-phase unit, 0 for a prefill-phase unit) exceeds this.
+   */
   readonly pdImbalanceRatio: number;
   /**
-   * Guard: the decode-heavy instance takes the request only if its load cost is at most this
-   * multiple of the cheapest instance's (so P/D balancing never builds a hot spot).
+   * Our extension, off by default (Infinity): the decode-heavy instance takes the request only if
+   * its load cost is at most this multiple of the cheapest instance's. The paper puts P/D balancing
+   * before the cost comparison unconditionally; a finite guard keeps it from building a hot spot.
    */
   readonly pdLoadGuard: number;
   /** Output length assumed before any request in the window has finished. */
@@ -69,7 +73,7 @@ export const E2_DEFAULTS: Omit<E2Options, 'costModel'> = {
   autoscaleMinQueueSeconds: 0.05,
   pdBalance: true,
   pdImbalanceRatio: 0.8,
-  pdLoadGuard: 1.5,
+  pdLoadGuard: Number.POSITIVE_INFINITY,
   defaultOutputTokens: 45,
   maxWindowStaleness: 1,
 };
@@ -83,6 +87,8 @@ interface Candidate {
 interface Replica {
   readonly instance: InstanceId;
   readonly at: number;
+  /** Children of the prefix whose load stayed with the original instance: not the replica's. */
+  readonly stayed: ReadonlySet<ClusterNode>;
 }
 
 /**
@@ -182,11 +188,14 @@ export class E2Policy extends BasePolicy {
 
   protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
     const instance = decision.instance;
-    const leaf = this.tree.assign(request.tokens, instance, now, true, this.routingMatch ?? undefined);
+    // The window needs times in order; a caller's clock that steps back must not break accounting.
+    const newest = this.window.peekNewest();
+    const time = newest !== undefined && newest.time > now ? newest.time : now;
+    const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
     this.routingMatch = null;
     const cached = decision.matchedTokens;
     const entry: WindowEntry = {
-      time: now,
+      time,
       id: request.id,
       instance,
       leaf,
@@ -206,7 +215,7 @@ export class E2Policy extends BasePolicy {
   override requestStarted(id: string, now: number): void {
     if (!this.options.autoscale) return;
     const entry = this.inflightEntries.get(id);
-    if (entry === undefined) return;
+    if (entry === undefined || !entry.live || !this.view.has(entry.instance)) return;
     const kp = keyPortionOf(entry.leaf);
     if (kp !== null) this.queueTimes.record(kp, entry.instance, now - entry.time, now);
   }
@@ -222,14 +231,14 @@ export class E2Policy extends BasePolicy {
     this.inflightEntries.delete(id);
     this.tree.releaseInflight(entry.leaf, instance);
     if (!entry.live) return;
+    if (counts === undefined) {
+      // A failed request did no (complete) work: it leaves the window's load and counts now.
+      this.dropFromWindow(entry);
+      return;
+    }
     const inWindow = !entry.expired;
     const load = this.loadFor(instance);
     if (inWindow) load.remove(entry);
-    if (counts === undefined) {
-      // A failed request did no (complete) work: it leaves the load, and stays only as a tree reference.
-      entry.live = false;
-      return;
-    }
     entry.outputTokens = counts.outputTokens;
     if (counts.promptTokens > 0) {
       // The engine's own count of cached tokens is the truth; keep our token units by using its share.
@@ -260,6 +269,8 @@ export class E2Policy extends BasePolicy {
 
   override instanceRemoved(instance: InstanceId, now: number): void {
     super.instanceRemoved(instance, now);
+    // A replica that comes back under this id is a fresh engine: none of the old load is its own.
+    for (const e of this.window.entries()) if (e.instance === instance && e.live) this.dropFromWindow(e);
     this.tree.removeInstanceCache(instance);
     this.redirects.prune((_, r) => r.from !== instance && r.to !== instance);
     for (const [node, list] of this.replicas) {
@@ -274,10 +285,10 @@ export class E2Policy extends BasePolicy {
     this.expireWindow(now);
     if (now - this.lastRebalance < this.options.rebalanceInterval) return;
     this.lastRebalance = now;
+    this.pruneAdjustments(now);
     const loads = this.adjustedLoads(now);
     if (this.options.rebalance) this.rebalance(loads, now);
     if (this.options.autoscale) this.autoscale(loads, now);
-    this.expireReplicas(now);
   }
 
   // ---- routing ------------------------------------------------------------------------------
@@ -325,9 +336,12 @@ export class E2Policy extends BasePolicy {
       else this.addCandidate(out, h, 'exploit');
     }
     if (this.replicas.size > 0) {
-      for (const node of path) {
-        const list = this.replicas.get(node);
-        if (list !== undefined) for (const r of list) this.addCandidate(out, r.instance, 'autoscale');
+      for (let p = 0; p < path.length; p++) {
+        const list = this.replicas.get(path[p]!);
+        if (list === undefined) continue;
+        const next = path[p + 1];
+        for (const r of list)
+          if (next === undefined || !r.stayed.has(next)) this.addCandidate(out, r.instance, 'autoscale');
       }
     }
     // Redirect targets might all be gone; never return an empty set.
@@ -382,16 +396,8 @@ export class E2Policy extends BasePolicy {
   private evictionCostOf(instance: InstanceId, newTokens: number, mark: number): number {
     const requests = this.loads[instance]?.requests ?? 0;
     if (requests === 0) return 0;
-    const model = this.options.costModel;
-    return this.tree.evictionCost(
-      instance,
-      newTokens,
-      mark,
-      (node: ClusterNode, tokens: number, slot: InstanceSlot) => {
-        if (slot.windowCount === 0) return 0;
-        return model.prefillTime(tokens, node.endLen - tokens) * (slot.windowCount / requests);
-      },
-    );
+    this.victimPricing.requests = requests;
+    return this.tree.evictionCost(instance, newTokens, mark, this.victimPricing.price);
   }
 
   /**
@@ -428,9 +434,13 @@ export class E2Policy extends BasePolicy {
    * split turns the old node into a plain tail: the requests recorded there now have another key portion.
    */
   private keyPortionSplit(head: ClusterNode, tail: ClusterNode): void {
-    if (tail.length > tail.prefixLen) return;
-    const kp = keyPortionOf(head);
-    if (kp !== null) this.moveKeyPortionState(tail, kp);
+    // Redirects and replicas stay on the tail: they are about exactly that prefix, and moving them
+    // up would widen them to unrelated branches. Queueing times were recorded for the original
+    // node as a key portion: they follow the head when the head is now the key portion instead.
+    const wasKeyPortion = head.length + tail.length > head.prefixLen;
+    const stillKeyPortion = tail.length > tail.prefixLen;
+    if (wasKeyPortion && !stillKeyPortion && head.length > head.prefixLen)
+      this.queueTimes.transfer(tail, head);
   }
 
   private moveKeyPortionState(from: ClusterNode, to: ClusterNode): void {
@@ -447,12 +457,24 @@ export class E2Policy extends BasePolicy {
 
   // ---- background work -------------------------------------------------------------------------
 
+  /** Take a live entry out of the window's sums and tree counts ahead of its expiry (failure, removal). */
+  private dropFromWindow(e: WindowEntry): void {
+    e.live = false;
+    if (e.expired) return;
+    this.tree.releaseWindow(e.leaf, e.instance);
+    this.loadFor(e.instance).remove(e);
+    if (e.outputTokens >= 0) {
+      this.cluster.finished--;
+      this.cluster.outputTokens -= e.outputTokens;
+    }
+  }
+
   private expireWindow(now: number): void {
     this.lastExpiry = now;
     this.window.expire(now, (e) => {
       e.expired = true;
+      if (!e.live) return; // already taken out
       this.tree.releaseWindow(e.leaf, e.instance);
-      if (!e.live) return;
       this.loadFor(e.instance).remove(e);
       if (e.outputTokens >= 0) {
         this.cluster.finished--;
@@ -472,14 +494,9 @@ export class E2Policy extends BasePolicy {
   }
 
   private rebalance(loads: Map<InstanceId, number>, now: number): void {
-    const horizon = this.options.windowSeconds;
+    // A rebalancing move stands only while its target is still the lighter of the two.
     this.redirects.prune(
-      (node, r) =>
-        now - r.at < horizon &&
-        node.data.windowTotal > 0 &&
-        loads.has(r.from) &&
-        loads.has(r.to) &&
-        loads.get(r.to)! < loads.get(r.from)!,
+      (_, r) => r.reason !== 'rebalance' || (loads.get(r.to) ?? 0) < (loads.get(r.from) ?? 0),
     );
     const heavies = this.possibleHeavies(loads);
     if (heavies.size === 0) return;
@@ -546,33 +563,55 @@ export class E2Policy extends BasePolicy {
         if (target < 0 || l < loads.get(target)!) target = i;
       }
       if (target < 0) continue;
-      this.replicas.set(t.node, [...existing, { instance: target, at: now }]);
-      const children: { node: ClusterNode; load: number }[] = [];
-      if (t.node.children !== null) {
-        for (const child of t.node.children.values()) {
-          const count = this.tree.windowCount(child, t.instance);
-          if (count > 0) children.push({ node: child, load: count });
-        }
-      }
-      const sourceLoad = loads.get(t.instance) ?? 0;
-      for (const node of splitSubtreeByLoad(children)) {
-        const share =
-          (this.tree.windowCount(node, t.instance) / Math.max(1, this.tree.windowCount(t.node, t.instance))) *
-          sourceLoad;
-        this.redirects.add(node, {
+      const children = this.childLoads(t.node, t.instance);
+      const moved = new Set(splitSubtreeByLoad(children));
+      const stayed = new Set(children.filter((c) => !moved.has(c.node)).map((c) => c.node));
+      this.replicas.set(t.node, [...existing, { instance: target, at: now, stayed }]);
+      for (const c of children) {
+        if (!moved.has(c.node)) continue;
+        this.redirects.add(c.node, {
           from: t.instance,
           to: target,
           at: now,
-          movedLoad: share,
+          movedLoad: c.load,
           reason: 'autoscale',
         });
       }
     }
   }
 
-  private expireReplicas(now: number): void {
+  /**
+   * Algorithm 2 load (prefill of missed tokens + decode) that each child subtree of `node` put on
+   * `instance` in the window. Scans the window: background work, run only when autoscaling fires.
+   */
+  private childLoads(node: ClusterNode, instance: InstanceId): { node: ClusterNode; load: number }[] {
+    const decode = this.estimator.decodeSeconds(this.loadFor(instance), this.cluster);
+    const byChild = new Map<ClusterNode, number>();
+    for (const e of this.window.entries()) {
+      if (e.instance !== instance || !e.live) continue;
+      let child: ClusterNode | null = e.leaf;
+      while (child !== null && child.parent !== node) child = child.parent;
+      if (child === null) continue;
+      byChild.set(child, (byChild.get(child) ?? 0) + e.prefillSeconds + decode);
+    }
+    return [...byChild].map(([c, load]) => ({ node: c, load }));
+  }
+
+  /**
+   * Redirects and replicas last one window at most (by then the window reflects where the traffic
+   * went), while their prefix still sees requests, and only between instances that are still there.
+   */
+  private pruneAdjustments(now: number): void {
+    const horizon = this.options.windowSeconds;
+    const present = (i: InstanceId) => this.view.state(i)?.draining === false;
+    this.redirects.prune(
+      (node, r) =>
+        now - r.at < horizon && node.data.windowTotal > 0 && this.view.has(r.from) && present(r.to),
+    );
     for (const [node, list] of this.replicas) {
-      const kept = list.filter((r) => now - r.at < this.options.windowSeconds && node.data.windowTotal > 0);
+      const kept = list.filter(
+        (r) => now - r.at < horizon && node.data.windowTotal > 0 && present(r.instance),
+      );
       if (kept.length === 0) this.replicas.delete(node);
       else if (kept.length !== list.length) this.replicas.set(node, kept);
     }

@@ -248,3 +248,85 @@ test('reported evictions remove the prefix from the instance view', () => {
   assert.equal(costOf(d, 0).matchedTokens, 40);
   p.tree.checkInvariants();
 });
+
+test('adjustments expire after one window even with rebalancing off (autoscale-only ablation)', () => {
+  const p = e2(2, {
+    windowSeconds: 10,
+    autoscale: true,
+    autoscaleMinSamples: 2,
+    autoscaleMinQueueSeconds: 0.01,
+  });
+  const hot = seq(200, 10_000);
+  let n = 0;
+  const hit = (now: number, queue: number) => {
+    const d = route(p, concat(hot, seq(10, 100 + 10 * n++)), now);
+    p.requestStarted(d.id, now + queue);
+    p.requestFinished(d.id, now + queue, finished(210, 200));
+    return d;
+  };
+  for (const t of [1, 2]) hit(t, 0.02);
+  for (const t of [6, 7]) hit(t, 0.2);
+  p.tick(8);
+  assert.equal(route(p, concat(hot, seq(10, 5000)), 8.5).branch, 'autoscale');
+  p.tick(100); // the window turned over: the replica and its redirects are gone
+  for (let k = 0; k < 4; k++) {
+    // Among these children are the ones the subtree split moved to the replica.
+    const later = route(p, concat(hot, seq(10, 100 + 10 * k)), 100.5 + k);
+    assert.equal(later.branch, 'exploit', `child ${k}`);
+    assert.equal(later.instance, 0);
+  }
+});
+
+test('a split keeps a redirect on its own prefix instead of widening it to other branches', () => {
+  const p = new E2Policy({ costModel: simpleCostModel(), autoscale: false, pdBalance: false });
+  p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+  const system = seq(500, 0);
+  const doc = seq(600, 10_000);
+  const other = seq(600, 20_000);
+  for (let i = 0; i < 3; i++) route(p, concat(system, doc, seq(10, 100 + 10 * i)), i);
+  for (let i = 0; i < 3; i++) route(p, concat(system, other, seq(10, 500 + 10 * i)), 3 + i);
+  p.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 6);
+  p.tick(7);
+  // The cheaper key portion moves: `other` (first prefill 610 tokens against the doc's 1110).
+  assert.equal(route(p, concat(system, other, seq(10, 900)), 8).branch, 'rebalance');
+  // A request sharing part of the moved document splits its node...
+  route(p, concat(system, seq(300, 20_000), seq(10, 70_000)), 9);
+  // ...the redirect still covers the moved document, and requests on the other one still exploit 0.
+  assert.equal(route(p, concat(system, other, seq(10, 910)), 10).branch, 'rebalance');
+  const d = route(p, concat(system, doc, seq(10, 950)), 11);
+  assert.equal(d.branch, 'exploit');
+  assert.equal(d.instance, 0);
+});
+
+test('failed requests leave the eviction weights: N_j never exceeds 1', () => {
+  const p = e2(1, {}, 250);
+  for (let i = 0; i < 3; i++) {
+    const d = route(p, seq(100, 0), i);
+    p.requestFailed(d.id, i + 0.5);
+  }
+  route(p, seq(100, 5000), 4); // one live request: 200 of 250 tokens used
+  const probe = route(p, seq(100, 9000), 5); // needs 50 more: 50 tokens of the failed prompt's node go
+  const c = costOf(probe, 0);
+  assert.ok(c.eviction! <= 0.05 + 1e-12, `M = ${c.eviction} must not exceed PT(50) x 1`);
+});
+
+test('a clock that steps back neither throws nor leaks a pin', () => {
+  const p = e2(1);
+  const a = route(p, seq(10, 0), 10);
+  const b = route(p, seq(10, 100), 9.999);
+  p.requestFinished(a.id, 11, finished(10));
+  p.requestFinished(b.id, 11, finished(10));
+  p.tick(500);
+  p.instanceRemoved(0, 501);
+  assert.equal(p.tree.nodeCount, 0);
+});
+
+test('an instance re-added under the same id starts with no load', () => {
+  const p = e2(2);
+  for (let i = 0; i < 4; i++) route(p, seq(50, 1000 * i), i);
+  assert.ok(p.loadOf(1) > 0);
+  p.instanceRemoved(1, 5);
+  p.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 6);
+  assert.equal(p.loadOf(1), 0);
+  p.tree.checkInvariants();
+});
