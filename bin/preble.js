@@ -1,15 +1,16 @@
 #!/usr/bin/env node
-// Runs the compiled CLI when built (npm run build), otherwise the TypeScript sources through tsx.
+// In a checkout (src/ present) run the TypeScript sources through tsx, so a stale build can never
+// answer; an installed package ships only dist/ and runs that.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const compiled = join(root, 'dist', 'cli', 'main.js');
-if (existsSync(compiled)) {
-  await import(pathToFileURL(compiled).href);
-} else {
+const source = join(root, 'src', 'cli', 'main.ts');
+if (existsSync(source)) {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(pathToFileURL(join(root, 'src', 'cli', 'main.ts')).href);
+  await import(pathToFileURL(source).href);
+} else {
+  await import(pathToFileURL(join(root, 'dist', 'cli', 'main.js')).href);
 }
