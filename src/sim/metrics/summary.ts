@@ -1,0 +1,66 @@
+import { type Percentiles, percentiles } from '../../report/stats.ts';
+import { isCompleted, type RequestRecord, tpotOf, ttftOf } from './record.ts';
+import { type Slo, type SloAttainment, sloAttainment } from './slo.ts';
+
+// The simulator imports both summaries from here.
+export { type InstanceSummary, perInstance } from './per-instance.ts';
+
+export interface SummaryOptions {
+  /** Adds `sloAttainment`. */
+  readonly slo?: Slo;
+  /** Denominator of the throughput; default: from the first arrival to the last finish. */
+  readonly durationSeconds?: number;
+}
+
+/** The headline metrics of a run (times in seconds), over its completed requests. */
+export interface Summary {
+  readonly completed: number;
+  /** finish - arrival. */
+  readonly latency: Percentiles;
+  /** firstToken - arrival. */
+  readonly ttft: Percentiles;
+  /** (finish - firstToken) / (outputTokens - 1), over requests with more than one output token. */
+  readonly tpot: Percentiles;
+  /** TTFT per prompt token (seconds / token): compares requests of very different lengths. */
+  readonly normalizedTtft: Percentiles;
+  /** Cached prompt tokens / all prompt tokens. */
+  readonly cacheHitRate: number;
+  /** Completed requests per second. */
+  readonly throughputRps: number;
+  /** Over all records, unfinished ones failing; present when an SLO was given. */
+  readonly sloAttainment?: SloAttainment;
+}
+
+export function summarize(records: readonly RequestRecord[], options: SummaryOptions = {}): Summary {
+  const done = records.filter(isCompleted);
+  const latency: number[] = [];
+  const ttft: number[] = [];
+  const tpot: number[] = [];
+  const normalizedTtft: number[] = [];
+  let prompt = 0;
+  let cached = 0;
+  let firstArrival = Number.POSITIVE_INFINITY;
+  let lastFinish = Number.NEGATIVE_INFINITY;
+  for (const record of done) {
+    latency.push(record.finish - record.arrival);
+    ttft.push(ttftOf(record));
+    const perToken = tpotOf(record);
+    if (perToken !== undefined) tpot.push(perToken);
+    if (record.promptTokens > 0) normalizedTtft.push(ttftOf(record) / record.promptTokens);
+    prompt += record.promptTokens;
+    cached += record.cachedTokens;
+    firstArrival = Math.min(firstArrival, record.arrival);
+    lastFinish = Math.max(lastFinish, record.finish);
+  }
+  const duration = options.durationSeconds ?? lastFinish - firstArrival;
+  return {
+    completed: done.length,
+    latency: percentiles(latency),
+    ttft: percentiles(ttft),
+    tpot: percentiles(tpot),
+    normalizedTtft: percentiles(normalizedTtft),
+    cacheHitRate: prompt > 0 ? cached / prompt : 0,
+    throughputRps: duration > 0 ? done.length / duration : 0,
+    ...(options.slo === undefined ? {} : { sloAttainment: sloAttainment(records, options.slo) }),
+  };
+}
