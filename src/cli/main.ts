@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
+import { registerBenchSim } from './bench-sim.ts';
+import { registerExperiment } from './experiment.ts';
+import { registerSim } from './sim.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -16,6 +19,9 @@ function buildProgram(): Command {
   const bench = program.command('bench').description('benchmarks').exitOverride();
   registerBenchScheduler(bench);
   registerBenchMemory(bench);
+  registerBenchSim(bench);
+  registerSim(program);
+  registerExperiment(program);
   return program;
 }
 

@@ -40,7 +40,8 @@ export function lineChartSpec(chart: LineChart): TopLevelSpec {
     width: chart.width ?? 480,
     height: chart.height ?? 300,
     background: 'white',
-    config: { font: CHART_FONT },
+    // Legends show whole series names (ablation steps are long); the default cuts them at 160 px.
+    config: { font: CHART_FONT, legend: { labelLimit: 400 } },
     data: { values },
     mark: { type: 'line', point: true, clip: true },
     encoding: {

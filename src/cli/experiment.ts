@@ -1,0 +1,75 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { experiments, findExperiment } from '../experiments/registry.ts';
+import { renderReport } from '../experiments/report.ts';
+import { runCells } from '../experiments/runner.ts';
+import { nonNegativeInt, positiveInt } from './parse.ts';
+import { writePlot } from './plot-files.ts';
+
+interface ExperimentFlags {
+  requests: number;
+  seed: number;
+  only?: string;
+  out?: string;
+  azure?: string;
+}
+
+export function registerExperiment(program: Command): void {
+  program
+    .command('experiment')
+    .description(
+      `run a paper experiment in the simulator and write a Markdown report (${experiments.map((e) => e.name).join(', ')})`,
+    )
+    .argument('<name>', 'experiment name')
+    .option('--requests <n>', 'requests per simulation', positiveInt, 1500)
+    .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option('--only <list>', 'comma list of series (policies or ablation steps) to run')
+    .option('--out <dir>', 'report folder (default docs/results/<name>)')
+    .option('--azure <file>', 'Azure LLM trace CSV for azure-mixed')
+    .action((name: string, flags: ExperimentFlags) => runExperiment(name, flags));
+}
+
+async function runExperiment(name: string, flags: ExperimentFlags): Promise<void> {
+  const experiment = findExperiment(name);
+  const cells = experiment.cells({
+    requests: flags.requests,
+    seed: flags.seed,
+    ...(flags.only === undefined ? {} : { only: flags.only.split(',').map((s) => s.trim()) }),
+    ...(flags.azure === undefined ? {} : { azureTrace: flags.azure }),
+  });
+  if (cells.length === 0) throw new Error('no simulation to run (check --only)');
+  const started = Date.now();
+  const results = runCells(cells, (done, total, cell) =>
+    process.stderr.write(
+      `[${done}/${total}] ${cell.panel} | ${cell.series} @ ${cell.spec.rps} rps (${Math.round((Date.now() - started) / 1000)} s)\n`,
+    ),
+  );
+  const out = flags.out ?? join('docs', 'results', name);
+  await mkdir(out, { recursive: true });
+  const command = ['preble experiment', name, `--requests ${flags.requests}`, `--seed ${flags.seed}`]
+    .concat(flags.only === undefined ? [] : [`--only ${flags.only}`])
+    .join(' ');
+  const { markdown, plots } = renderReport(experiment, results, {
+    command,
+    date: new Date().toISOString().slice(0, 10),
+  });
+  for (const plot of plots) await writePlot(out, plot);
+  await writeFile(join(out, 'README.md'), markdown);
+  await writeFile(
+    join(out, 'results.json'),
+    `${JSON.stringify(
+      results.map((r) => ({
+        panel: r.cell.panel,
+        series: r.cell.series,
+        preemptions: r.preemptions,
+        ...r.report,
+      })),
+      null,
+      2,
+    )}\n`,
+  );
+  process.stdout.write(
+    `wrote ${join(out, 'README.md')} (${results.length} simulations, ${Math.round((Date.now() - started) / 1000)} s)\n`,
+  );
+}

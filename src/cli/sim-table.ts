@@ -1,0 +1,40 @@
+import { fixed, textTable } from '../report/text-table.ts';
+import type { SimReport } from '../sim/run.ts';
+
+/** One row per policy and rate: the figures a person compares first. */
+export function simTable(reports: readonly SimReport[]): string {
+  const head = reports[0];
+  const title =
+    head === undefined ? '' : `${head.workload}, ${head.instances} instances, ${head.requests} requests\n\n`;
+  return (
+    title +
+    textTable(
+      [
+        'policy',
+        'rps',
+        'lat mean s',
+        'lat p99 s',
+        'ttft mean s',
+        'ttft p99 s',
+        'tpot mean s',
+        'hit rate',
+        'busy max/min',
+      ],
+      reports.map((r) => {
+        const busy = r.perInstance.map((i) => i.busyFraction);
+        const min = Math.min(...busy);
+        return [
+          r.policy,
+          r.rps,
+          fixed(r.latency.mean, 3),
+          fixed(r.latency.p99, 3),
+          fixed(r.ttft.mean, 3),
+          fixed(r.ttft.p99, 3),
+          fixed(r.tpot.mean, 4),
+          fixed(r.cacheHitRate, 3),
+          min > 0 ? fixed(Math.max(...busy) / min, 2) : 'inf',
+        ];
+      }),
+    )
+  );
+}

@@ -1,0 +1,552 @@
+import type { CostModel } from '../core/cost-model/types.ts';
+import type { QueueContext, QueuePolicy } from '../core/local/types.ts';
+import { type EngineOptions, resolveEngineOptions } from './options.ts';
+import { type CacheNode, PrefixCache } from './prefix-cache.ts';
+import { type Phase, RequestState } from './request-state.ts';
+import type {
+  EngineEviction,
+  EngineFinish,
+  EngineRequest,
+  EngineSnapshot,
+  EngineStart,
+  Iteration,
+} from './types.ts';
+
+export type { EngineOptions } from './options.ts';
+
+/** Where the KV memory is, in tokens (tests, metrics). */
+export interface EngineKvUsage {
+  readonly capacityTokens: number;
+  /** Held by the prefix cache (pinned or not). */
+  readonly cacheTokens: number;
+  /** Held by running requests outside the cache: reserved uncached prompt, generated tokens. */
+  readonly privateTokens: number;
+  /** cache + private: never above capacity. */
+  readonly usedTokens: number;
+  /** Cache tokens no running request pins (evictable). */
+  readonly evictableTokens: number;
+  /** Cache tokens pinned by running requests. */
+  readonly pinnedTokens: number;
+  /** Decode growth a non-preempting policy still holds for its running requests. */
+  readonly reservedTokens: number;
+}
+
+/** One request's part in the last iteration (tests, detailed metrics). */
+export interface BatchItem {
+  readonly id: string;
+  readonly phase: 'prefill' | 'decode';
+  /** new_r and seq_r of the cost model's batch shape. */
+  readonly newTokens: number;
+  readonly seqTokens: number;
+  /** Admitted by this iteration (first admission or readmission after a preemption). */
+  readonly joined: boolean;
+  /** Tokens of `targetTokens` found cached at its latest admission. */
+  readonly cachedTokens: number;
+  /** What its latest admission prefills: the prompt, or the prompt plus the output so far. */
+  readonly targetTokens: number;
+}
+
+/** A request's state inside the engine (tests, debugging). */
+export interface EngineRequestInfo {
+  readonly phase: Phase;
+  /** Tokens of its sequence pinned in the prefix cache. */
+  readonly pinnedTokens: number;
+  readonly kvTokens: number;
+  readonly privateTokens: number;
+  readonly generated: number;
+}
+
+const IDLE: Iteration = Object.freeze({
+  duration: 0,
+  events: Object.freeze({ started: [], firstTokens: [], finished: [], evictions: [], preempted: [] }),
+  batchRequests: 0,
+  prefillTokens: 0,
+  decodeTokens: 0,
+});
+
+/**
+ * An emulated model instance (vLLM/SGLang-like), pure and clock-agnostic: `step(now)` forms the next
+ * batch and runs one iteration; the caller advances its clock by the returned duration.
+ *
+ * An iteration, in order:
+ * 1. Decode growth: every decoding request takes one more KV token. Short of memory, the least
+ *    recently used unpinned cache is evicted (at least `minEvictionTokens` at a time, the last
+ *    victim in part); if that is not enough, running requests are preempted
+ *    (most recently admitted first, vLLM's rule; recomputed on readmission). A non-preempting
+ *    policy never gets here (its reserve), and the engine throws if it does.
+ * 2. Running prefills continue first within the chunked-prefill token budget.
+ * 3. If no request was preempted this iteration, the queue policy selects waiting requests with the
+ *    budget left, the free batch slots and `freeKvTokens` = free + evictable - reserves; they are
+ *    admitted in its order: each pins its cached prefix and reserves its whole uncached part.
+ * 4. Duration = cost model's `iterationTime` of the batch (decodes: new 1, seq = KV after; prefill
+ *    chunks: new = chunk, seq = position after; a fully cached prompt recomputes its last token).
+ * 5. At the iteration's end: each prefill chunk's prompt tokens join the cache (shared at once);
+ *    a completed prefill yields a token (the first, unless recomputing); a decode step yields one;
+ *    a request that has yielded all its tokens inserts its sequence into the cache, unpins, finishes.
+ */
+export class Engine {
+  readonly costModel: CostModel;
+  readonly kvCapacityTokens: number;
+  readonly queuePolicy: QueuePolicy;
+  readonly chunkedPrefillTokens: number;
+  readonly maxRunning: number;
+  readonly enableChunking: boolean;
+  readonly minEvictionTokens: number;
+
+  private readonly cache = new PrefixCache();
+  private readonly byId = new Map<string, RequestState>();
+  /** Queue order: oldest first, preempted requests back at the head. */
+  private readonly waiting: RequestState[] = [];
+  /** Admission order: the last is the most recently admitted. */
+  private readonly running: RequestState[] = [];
+  private readonly batch: RequestState[] = [];
+  private readonly admitted: RequestState[] = [];
+  private privateTokens = 0;
+  private reservedTokens = 0;
+  private promptTokensTotal = 0;
+  private cachedPromptTokensTotal = 0;
+  private generationTokensTotal = 0;
+  private preemptionsTotal = 0;
+
+  constructor(options: EngineOptions) {
+    const o = resolveEngineOptions(options);
+    this.costModel = o.costModel;
+    this.kvCapacityTokens = o.kvCapacityTokens;
+    this.queuePolicy = o.queuePolicy;
+    this.chunkedPrefillTokens = o.chunkedPrefillTokens;
+    this.maxRunning = o.maxRunning;
+    this.enableChunking = o.enableChunking;
+    this.minEvictionTokens = o.minEvictionTokens;
+  }
+
+  /**
+   * Enqueue a request at the tail of the waiting queue. Throws for a duplicate id, an empty prompt,
+   * a bad output count, or a request that could never fit in memory even alone. An output count of 0
+   * is served as 1 (a prefill always yields a token).
+   */
+  submit(request: EngineRequest, now: number): void {
+    if (this.byId.has(request.id)) throw new Error(`engine: request '${request.id}' is already here`);
+    const promptLength = request.tokens.length;
+    if (promptLength === 0) throw new Error(`engine: request '${request.id}' has an empty prompt`);
+    if (!Number.isInteger(request.outputTokens) || request.outputTokens < 0) {
+      throw new Error(`engine: request '${request.id}' outputTokens must be an integer >= 0`);
+    }
+    const r = new RequestState(
+      this.cache,
+      request.id,
+      request.tokens,
+      Math.max(1, request.outputTokens),
+      now,
+    );
+    const need = promptLength + Math.max(r.outputTokens - 1, this.queuePolicy.reserveTokens(r));
+    if (need > this.kvCapacityTokens) {
+      throw new Error(
+        `engine: request '${request.id}' needs ${need} KV tokens, more than the capacity of ${this.kvCapacityTokens}`,
+      );
+    }
+    this.byId.set(r.id, r);
+    this.waiting.push(r);
+  }
+
+  hasWork(): boolean {
+    return this.running.length > 0 || this.waiting.length > 0;
+  }
+
+  /** Run one iteration starting at `now` (see the class comment); its events happen at its end. */
+  step(now: number): Iteration {
+    this.cache.now = now;
+    if (!this.hasWork()) return IDLE;
+    const evictions: EngineEviction[] = [];
+    const preempted: string[] = [];
+    const started: EngineStart[] = [];
+
+    this.growDecodes(evictions, preempted);
+    const budget = this.continuePrefills();
+    // As in vLLM, an iteration that had to preempt admits nobody (unless nothing is left running).
+    if (this.waiting.length > 0 && (preempted.length === 0 || this.running.length === 0)) {
+      this.admit(now, budget, started, evictions);
+    }
+
+    const batch = this.batch;
+    batch.length = 0;
+    let newTokens = 0;
+    let seqTokens = 0;
+    let newTimesSeq = 0;
+    let prefillTokens = 0;
+    let decodeTokens = 0;
+    for (const r of this.running) {
+      if (r.phase === 'decode') {
+        r.batchPhase = 'decode';
+        r.batchNew = 1;
+        r.batchSeq = r.kvTokens;
+        r.joined = false;
+        decodeTokens++;
+      } else if (r.chunk > 0) {
+        r.batchPhase = 'prefill';
+        r.batchNew = r.chunk;
+        // A fully cached prompt recomputes its last token in place.
+        r.batchSeq = r.done === r.seq.length ? r.done : r.done + r.chunk;
+        prefillTokens += r.chunk;
+      } else {
+        continue;
+      }
+      batch.push(r);
+      newTokens += r.batchNew;
+      seqTokens += r.batchSeq;
+      newTimesSeq += r.batchNew * r.batchSeq;
+    }
+    if (batch.length === 0) {
+      throw new Error('engine: requests are waiting but none can run (internal error)');
+    }
+    const duration = this.costModel.iterationTime({
+      requests: batch.length,
+      newTokens,
+      seqTokens,
+      newTimesSeq,
+    });
+
+    this.cache.now = now + duration;
+    const firstTokens: string[] = [];
+    const finished: EngineFinish[] = [];
+    for (const r of batch) {
+      if (r.phase === 'prefill') {
+        const target = r.seq.length;
+        if (r.done < target) r.done += r.chunk;
+        r.chunk = 0;
+        this.insertPrompt(r);
+        if (r.done < target) continue;
+        r.kvTokens = target;
+        r.phase = 'decode';
+      }
+      // A completed prefill or a decode step yielded one token.
+      r.generated++;
+      this.generationTokensTotal++;
+      if (r.generated === 1) firstTokens.push(r.id);
+      if (r.generated >= r.outputTokens) finished.push(this.finish(r));
+    }
+    if (finished.length > 0) this.dropGone(this.running);
+
+    return {
+      duration,
+      events: { started, firstTokens, finished, evictions, preempted },
+      batchRequests: batch.length,
+      prefillTokens,
+      decodeTokens,
+    };
+  }
+
+  /** Drop a waiting or running request, freeing its memory; no event. False when it is not here. */
+  abort(id: string): boolean {
+    const r = this.byId.get(id);
+    if (r === undefined) return false;
+    if (r.phase === 'waiting') {
+      this.waiting.splice(this.waiting.indexOf(r), 1);
+    } else {
+      this.running.splice(this.running.indexOf(r), 1);
+      this.release(r);
+    }
+    r.phase = 'gone';
+    this.byId.delete(id);
+    return true;
+  }
+
+  /**
+   * Load signals, SGLang-style: `usedKvTokens` is what running requests hold (pinned cache and
+   * private tokens); `freeKvTokens` = capacity - used - reserves, so it counts the evictable cache as
+   * free. `queuedPrefillTokens`: the uncached part of every waiting request (matched now: O(queue))
+   * plus the prefill running requests still have to do. Prompt and cached totals count finished requests.
+   */
+  snapshot(): EngineSnapshot {
+    let queued = 0;
+    for (const r of this.waiting) queued += r.seq.length - this.cache.match(r.cursor, r.seq);
+    for (const r of this.running) if (r.phase === 'prefill') queued += r.seq.length - r.done;
+    const used = this.cache.pinnedTokens + this.privateTokens;
+    return {
+      running: this.running.length,
+      waiting: this.waiting.length,
+      queuedPrefillTokens: queued,
+      usedKvTokens: used,
+      freeKvTokens: Math.max(0, this.kvCapacityTokens - used - this.reservedTokens),
+      kvCapacityTokens: this.kvCapacityTokens,
+      promptTokensTotal: this.promptTokensTotal,
+      cachedPromptTokensTotal: this.cachedPromptTokensTotal,
+      generationTokensTotal: this.generationTokensTotal,
+      preemptionsTotal: this.preemptionsTotal,
+    };
+  }
+
+  kvUsage(): EngineKvUsage {
+    return {
+      capacityTokens: this.kvCapacityTokens,
+      cacheTokens: this.cache.tokens,
+      privateTokens: this.privateTokens,
+      usedTokens: this.cache.tokens + this.privateTokens,
+      evictableTokens: this.cache.evictableTokens,
+      pinnedTokens: this.cache.pinnedTokens,
+      reservedTokens: this.reservedTokens,
+    };
+  }
+
+  /** The last iteration's batch, in batch order (built on demand). */
+  lastBatch(): BatchItem[] {
+    return this.batch.map((r) => ({
+      id: r.id,
+      phase: r.batchPhase,
+      newTokens: r.batchNew,
+      seqTokens: r.batchSeq,
+      joined: r.joined,
+      cachedTokens: r.admittedCached,
+      targetTokens: r.seq.length,
+    }));
+  }
+
+  /** A request's state, or undefined when it is not here (finished, aborted, unknown). */
+  request(id: string): EngineRequestInfo | undefined {
+    const r = this.byId.get(id);
+    if (r === undefined) return undefined;
+    return {
+      phase: r.phase,
+      pinnedTokens: r.phase === 'waiting' ? 0 : r.pin.endLen,
+      kvTokens: r.kvTokens,
+      privateTokens: r.privateTokens,
+      generated: r.generated,
+    };
+  }
+
+  /** Whole-state consistency check for tests (walks everything). Throws on a violation. */
+  checkInvariants(): void {
+    const expected = new Map<CacheNode, number>();
+    let privateTokens = 0;
+    let reserved = 0;
+    for (const r of this.running) {
+      if (r.phase !== 'prefill' && r.phase !== 'decode')
+        throw new Error(`engine: running '${r.id}' is ${r.phase}`);
+      if (this.byId.get(r.id) !== r) throw new Error(`engine: running '${r.id}' is not indexed`);
+      for (let n = r.pin; n !== this.cache.root; n = n.parent!) expected.set(n, (expected.get(n) ?? 0) + 1);
+      const held = r.phase === 'prefill' ? r.seq.length : r.kvTokens;
+      if (r.pin.endLen + r.privateTokens !== held) {
+        throw new Error(
+          `engine: '${r.id}' holds ${r.pin.endLen} + ${r.privateTokens} tokens, expected ${held}`,
+        );
+      }
+      privateTokens += r.privateTokens;
+      reserved += r.reserveLeft;
+    }
+    for (const r of this.waiting) {
+      if (r.phase !== 'waiting' || this.byId.get(r.id) !== r)
+        throw new Error(`engine: waiting '${r.id}' is off`);
+    }
+    if (this.byId.size !== this.running.length + this.waiting.length) throw new Error('engine: index size');
+    if (privateTokens !== this.privateTokens) throw new Error('engine: private token count');
+    if (reserved !== this.reservedTokens) throw new Error('engine: reserved token count');
+    if (this.cache.tokens + this.privateTokens > this.kvCapacityTokens)
+      throw new Error('engine: over capacity');
+    this.cache.check(expected);
+  }
+
+  /** Step 1: one KV token per decoding request; evict, then preempt, when short. */
+  private growDecodes(evictions: EngineEviction[], preempted: string[]): void {
+    let need = 0;
+    for (const r of this.running) if (r.phase === 'decode') need++;
+    if (need === 0) return;
+    if (need > this.freeTokens()) {
+      this.evict(need - this.freeTokens(), evictions);
+      const victims: RequestState[] = [];
+      while (need > this.freeTokens()) {
+        if (!this.queuePolicy.preempts) {
+          throw new Error(
+            `engine: out of KV memory under the non-preempting '${this.queuePolicy.name}' policy (reserve too small)`,
+          );
+        }
+        const victim = this.running.pop();
+        if (victim === undefined) throw new Error('engine: out of KV memory with nothing to preempt');
+        if (victim.phase === 'decode') need--;
+        this.preempt(victim);
+        preempted.push(victim.id);
+        victims.push(victim);
+        const short = need - this.freeTokens();
+        if (short > 0) this.evict(short, evictions);
+      }
+      // Back at the head of the queue, the earliest admitted first (as vLLM's appendleft leaves them).
+      if (victims.length > 0) this.waiting.unshift(...victims.reverse());
+    }
+    for (const r of this.running) {
+      if (r.phase !== 'decode') continue;
+      r.kvTokens++;
+      r.privateTokens++;
+      this.privateTokens++;
+      if (r.reserveLeft > 0) {
+        r.reserveLeft--;
+        this.reservedTokens--;
+      }
+    }
+  }
+
+  /** Step 2: running prefills take their next chunk first. Returns the budget left. */
+  private continuePrefills(): number {
+    let budget = this.chunkedPrefillTokens;
+    for (const r of this.running) {
+      if (r.phase !== 'prefill') continue;
+      const rest = r.seq.length - r.done;
+      r.chunk = this.enableChunking ? Math.min(rest, Math.max(0, budget)) : rest;
+      r.joined = false;
+      budget -= r.chunk;
+    }
+    return budget;
+  }
+
+  /** Step 3: admissions, in the policy's order, with the prefill budget left. */
+  private admit(now: number, budget: number, started: EngineStart[], evictions: EngineEviction[]): void {
+    const slots = this.maxRunning - this.running.length;
+    if (slots <= 0 || budget < 1) return;
+    const free = this.freeTokens();
+    const ctx: QueueContext = {
+      now,
+      freeKvTokens: Math.max(0, free + this.cache.evictableTokens - this.reservedTokens),
+      kvCapacityTokens: this.kvCapacityTokens,
+      tokenBudget: budget,
+      maxRequests: slots,
+    };
+    const selected = this.queuePolicy.select(this.waiting, ctx);
+    if (selected.length === 0) return;
+
+    const admitted = this.admitted;
+    admitted.length = 0;
+    let need = 0;
+    let privateNeed = 0;
+    for (const q of selected) {
+      const r = this.byId.get(q.id);
+      if (r !== q || r.phase !== 'waiting') {
+        throw new Error(
+          `engine: queue policy '${this.queuePolicy.name}' selected '${q.id}', which is not waiting`,
+        );
+      }
+      if (admitted.length >= slots || budget < 1) break;
+      const matched = this.cache.match(r.cursor, r.seq);
+      const pin = this.cache.pinMatch(r.cursor);
+      const uncached = r.seq.length - matched;
+      const reserve = this.queuePolicy.reserveTokens(r);
+      // The policy counted this request's cached prefix as evictable; pinned, it no longer is. The
+      // exact check can only stop the selection early, at the first request that does not fit.
+      if (need + uncached + reserve > free + this.cache.evictableTokens - this.reservedTokens) {
+        this.cache.unpin(pin);
+        break;
+      }
+      need += uncached + reserve;
+      privateNeed += uncached;
+      r.pin = pin;
+      r.admittedCached = matched;
+      r.done = matched;
+      r.kvTokens = matched;
+      r.privateTokens = uncached;
+      r.reserveLeft = reserve;
+      const cost = Math.max(1, uncached);
+      r.chunk = this.enableChunking ? Math.min(cost, budget) : cost;
+      r.joined = true;
+      budget -= r.chunk;
+      admitted.push(r);
+    }
+    if (admitted.length === 0) return;
+
+    const short = privateNeed - free;
+    if (short > 0 && this.evict(short, evictions) < short) {
+      throw new Error('engine: admitted requests could not be given memory (internal error)');
+    }
+    this.privateTokens += privateNeed;
+    this.reservedTokens += need - privateNeed;
+    for (const r of admitted) {
+      r.phase = 'prefill';
+      this.running.push(r);
+      if (!r.started) {
+        r.started = true;
+        started.push({ id: r.id, cachedTokens: Math.min(r.admittedCached, r.prompt.length) });
+      }
+    }
+    // fcfs admits a prefix of the queue: one splice; other orders compact the queue once.
+    const w = this.waiting;
+    let prefix = 0;
+    while (prefix < admitted.length && w[prefix] === admitted[prefix]) prefix++;
+    if (prefix === admitted.length) w.splice(0, prefix);
+    else this.dropNotWaiting(w);
+  }
+
+  /** The prompt tokens computed so far join the cache (generated tokens stay private until the finish). */
+  private insertPrompt(r: RequestState): void {
+    const limit = Math.min(r.done, r.prompt.length);
+    const from = r.pin.endLen;
+    if (limit <= from) return;
+    r.pin = this.cache.extend(r.pin, r.seq, limit);
+    r.privateTokens -= limit - from;
+    this.privateTokens -= limit - from;
+  }
+
+  /** Insert the whole sequence with KV (prompt + output but the last token), unpin, report. */
+  private finish(r: RequestState): EngineFinish {
+    const kv = r.kvTokens;
+    const from = r.pin.endLen;
+    if (kv > from) {
+      // The prompt is in the cache by now (from >= prompt length): pass only the generated tokens.
+      const p = r.prompt.length;
+      r.pin = this.cache.extend(r.pin, r.outputs(from - p, kv - p), kv, from);
+      r.privateTokens -= kv - from;
+      this.privateTokens -= kv - from;
+    }
+    if (r.privateTokens !== 0)
+      throw new Error(`engine: '${r.id}' finished holding private KV (internal error)`);
+    this.release(r);
+    r.phase = 'gone';
+    this.byId.delete(r.id);
+    const cachedTokens = Math.min(r.admittedCached, r.prompt.length);
+    this.promptTokensTotal += r.prompt.length;
+    this.cachedPromptTokensTotal += cachedTokens;
+    return { id: r.id, promptTokens: r.prompt.length, cachedTokens, outputTokens: r.outputTokens };
+  }
+
+  /** Free a running request's private KV and reserve and release its pin. */
+  private release(r: RequestState): void {
+    this.privateTokens -= r.privateTokens;
+    r.privateTokens = 0;
+    this.reservedTokens -= r.reserveLeft;
+    r.reserveLeft = 0;
+    this.cache.unpin(r.pin);
+  }
+
+  /** Preemption by recomputation: back to waiting, to prefill its prompt and output so far again. */
+  private preempt(r: RequestState): void {
+    this.release(r);
+    this.preemptionsTotal++;
+    r.seq = r.sequence(r.generated);
+    r.promptTokens = r.seq.length;
+    r.maxOutputTokens = r.outputTokens - r.generated;
+    // What it had pinned is a prefix of the new sequence: resume matching there.
+    r.cursor.node = r.pin;
+    r.cursor.matched = r.pin.endLen;
+    r.cursor.version = -1;
+    r.pin = this.cache.root;
+    r.phase = 'waiting';
+    r.done = 0;
+    r.kvTokens = 0;
+    r.chunk = 0;
+  }
+
+  /** Evict at least `tokens` (and at least `minEvictionTokens` when any), LRU first. Returns the tokens evicted. */
+  private evict(tokens: number, out: EngineEviction[]): number {
+    return this.cache.evict(Math.max(tokens, this.minEvictionTokens), out);
+  }
+
+  private freeTokens(): number {
+    return this.kvCapacityTokens - this.cache.tokens - this.privateTokens;
+  }
+
+  private dropGone(list: RequestState[]): void {
+    let j = 0;
+    for (const r of list) if (r.phase !== 'gone') list[j++] = r;
+    list.length = j;
+  }
+
+  private dropNotWaiting(list: RequestState[]): void {
+    let j = 0;
+    for (const r of list) if (r.phase === 'waiting') list[j++] = r;
+    list.length = j;
+  }
+}

@@ -1,0 +1,83 @@
+import type { CostModel } from '../core/cost-model/types.ts';
+import { createQueuePolicy, type QueuePolicyOptions } from '../core/local/factory.ts';
+import type { QueuePolicy, QueuePolicyName } from '../core/local/types.ts';
+
+export interface EngineOptions {
+  /** Iteration times and, unless overridden, the KV capacity. */
+  readonly costModel: CostModel;
+  /** KV capacity in tokens. Default: `costModel.kvCapacityTokens`. */
+  readonly kvCapacityTokens?: number;
+  /**
+   * Waiting-queue policy, by name or as an instance. Default 'fcfs' (vLLM's default); Preble's own
+   * engine uses 'priority-groups', SGLang's default is 'lpm'.
+   */
+  readonly queuePolicy?: QueuePolicyName | QueuePolicy;
+  /** Options for a policy given by name (groups, alpha, output reserve). */
+  readonly queuePolicyOptions?: QueuePolicyOptions;
+  /**
+   * Prefill tokens per iteration (the chunked-prefill token budget, running prefills first).
+   * Default 512, the budget of SGLang-style chunked prefill that Preble's engine runs with.
+   */
+  readonly chunkedPrefillTokens?: number;
+  /** Batch slots: most requests running (prefilling or decoding) at once. Default 256. */
+  readonly maxRunning?: number;
+  /**
+   * Split prompts larger than the budget left over several iterations. Default true. When false, an
+   * admitted request prefills its whole prompt in its first iteration; the budget still bounds
+   * admissions (the last one admitted may overshoot it, as in SGLang without chunking).
+   */
+  readonly enableChunking?: boolean;
+  /**
+   * When memory is short, evict at least this many tokens at once (fewer only if less is
+   * evictable). Decode growth needs a few tokens every iteration; evicting them one iteration at a
+   * time would report an eviction (the whole path) every iteration. Default 256; 1 evicts exactly
+   * what is needed.
+   */
+  readonly minEvictionTokens?: number;
+}
+
+export const defaultChunkedPrefillTokens = 512;
+export const defaultMaxRunning = 256;
+export const defaultQueuePolicy: QueuePolicyName = 'fcfs';
+export const defaultMinEvictionTokens = 256;
+
+export interface ResolvedEngineOptions {
+  readonly costModel: CostModel;
+  readonly kvCapacityTokens: number;
+  readonly queuePolicy: QueuePolicy;
+  readonly chunkedPrefillTokens: number;
+  readonly maxRunning: number;
+  readonly enableChunking: boolean;
+  readonly minEvictionTokens: number;
+}
+
+/** Defaults applied and every value checked; throws one line naming the bad option. */
+export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOptions {
+  const kvCapacityTokens = options.kvCapacityTokens ?? options.costModel.kvCapacityTokens;
+  if (!(kvCapacityTokens > 0))
+    throw new Error(`engine: kvCapacityTokens must be > 0, got ${kvCapacityTokens}`);
+  const chunkedPrefillTokens = options.chunkedPrefillTokens ?? defaultChunkedPrefillTokens;
+  if (!Number.isInteger(chunkedPrefillTokens) || chunkedPrefillTokens < 1) {
+    throw new Error(`engine: chunkedPrefillTokens must be an integer >= 1, got ${chunkedPrefillTokens}`);
+  }
+  const maxRunning = options.maxRunning ?? defaultMaxRunning;
+  if (!Number.isInteger(maxRunning) || maxRunning < 1) {
+    throw new Error(`engine: maxRunning must be an integer >= 1, got ${maxRunning}`);
+  }
+  const minEvictionTokens = options.minEvictionTokens ?? defaultMinEvictionTokens;
+  if (!Number.isInteger(minEvictionTokens) || minEvictionTokens < 1) {
+    throw new Error(`engine: minEvictionTokens must be an integer >= 1, got ${minEvictionTokens}`);
+  }
+  const policy = options.queuePolicy ?? defaultQueuePolicy;
+  const queuePolicy =
+    typeof policy === 'string' ? createQueuePolicy(policy, options.queuePolicyOptions ?? {}) : policy;
+  return {
+    costModel: options.costModel,
+    kvCapacityTokens,
+    queuePolicy,
+    chunkedPrefillTokens,
+    maxRunning,
+    enableChunking: options.enableChunking ?? true,
+    minEvictionTokens,
+  };
+}

@@ -1,0 +1,84 @@
+import { costModelPreset } from '../core/cost-model/presets.ts';
+import type { QueuePolicyName } from '../core/local/types.ts';
+import type { E2Options } from '../core/policies/e2.ts';
+import { fixed } from '../report/text-table.ts';
+import { createWorkload } from '../workloads/registry.ts';
+import { ratiosTo } from './ratios.ts';
+import type { Cell, CellResult, Experiment, ExperimentOptions } from './types.ts';
+
+interface Step {
+  readonly series: string;
+  readonly policy: string;
+  readonly queuePolicy: QueuePolicyName;
+  readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
+}
+
+const BASIC = { rebalance: false, autoscale: false, pdBalance: false } as const;
+
+/** The paper's Figure 5 steps, each adding one mechanism to the one before. */
+export const ABLATION_STEPS: readonly Step[] = [
+  { series: 'round-robin', policy: 'round-robin', queuePolicy: 'lpm' },
+  { series: 'E2 exploit/explore', policy: 'e2', queuePolicy: 'lpm', e2: BASIC },
+  {
+    series: '+ rebalancing, autoscaling',
+    policy: 'e2',
+    queuePolicy: 'lpm',
+    e2: { ...BASIC, rebalance: true, autoscale: true },
+  },
+  { series: '+ prefill/decode balancing', policy: 'e2', queuePolicy: 'lpm', e2: {} },
+  { series: '+ priority groups (Preble)', policy: 'e2', queuePolicy: 'priority-groups', e2: {} },
+];
+
+/** Per-instance rates: Toolbench with Zipf-1.1 tool popularity on 4 Mistral-7B/A6000 instances. */
+export const ABLATION_RATES_PER_INSTANCE = [2, 4, 6] as const;
+
+export const ablation: Experiment = {
+  name: 'ablation',
+  title: 'Ablation (paper, Figure 5): Toolbench with Zipf-1.1 tools on 4 instances, one mechanism at a time',
+  cells(options: ExperimentOptions): Cell[] {
+    const costModel = costModelPreset('mistral-7b-a6000');
+    const instances = 4;
+    const cells: Cell[] = [];
+    for (const perInstance of ABLATION_RATES_PER_INSTANCE) {
+      const rps = perInstance * instances;
+      for (const step of ABLATION_STEPS) {
+        if (options.only !== undefined && !options.only.includes(step.series)) continue;
+        cells.push({
+          panel: 'toolbench (Zipf 1.1), 4 x Mistral-7B on A6000',
+          series: step.series,
+          spec: {
+            policy: step.policy,
+            workload: 'toolbench',
+            instances,
+            rps,
+            costModel,
+            seed: options.seed,
+            queuePolicy: step.queuePolicy,
+            ...(step.e2 === undefined ? {} : { e2: step.e2 }),
+            requests: () =>
+              createWorkload('toolbench', {
+                requests: options.requests,
+                rps,
+                seed: options.seed,
+                popularity: 'zipf',
+                zipfExponent: 1.1,
+              }),
+          },
+        });
+      }
+    }
+    return cells;
+  },
+  discuss(results: readonly CellResult[]): string {
+    const lines = ['## Step by step', '', '| step | mean latency vs round robin (per rate) |', '|---|---|'];
+    const ratios = ratiosTo('round-robin', results);
+    for (const step of ABLATION_STEPS.slice(1)) {
+      const mine = ratios.filter((r) => r.series === step.series).sort((a, b) => a.rps - b.rps);
+      lines.push(
+        `| ${step.series} | ${mine.map((r) => `${r.rps} rps: ${fixed(r.meanLatency, 2)}x`).join(', ')} |`,
+      );
+    }
+    lines.push('');
+    return lines.join('\n');
+  },
+};

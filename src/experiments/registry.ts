@@ -1,0 +1,16 @@
+import { ablation } from './ablation.ts';
+import { azureMixed } from './azure-mixed.ts';
+import { prebleE2e } from './preble-e2e.ts';
+import type { Experiment } from './types.ts';
+
+export const experiments: readonly Experiment[] = [prebleE2e, ablation, azureMixed];
+
+export function findExperiment(name: string): Experiment {
+  const e = experiments.find((x) => x.name === name);
+  if (e === undefined) {
+    throw new Error(
+      `unknown experiment '${name}'; valid experiments: ${experiments.map((x) => x.name).join(', ')}`,
+    );
+  }
+  return e;
+}

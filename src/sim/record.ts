@@ -1,0 +1,24 @@
+import type { Branch, InstanceId } from '../core/types.ts';
+
+/**
+ * What the simulator records for one request (times in seconds; -1 until it happens). A superset of
+ * the metrics module's RequestRecord: the branch and the policy's predicted cached tokens are kept
+ * to compare what the policy believed with what the engine did.
+ */
+export interface SimRecord {
+  readonly id: string;
+  readonly workload: string;
+  readonly instance: InstanceId;
+  readonly branch: Branch;
+  readonly arrival: number;
+  readonly dispatch: number;
+  /** Admitted into a batch (queueing ends). */
+  start: number;
+  firstToken: number;
+  finish: number;
+  readonly promptTokens: number;
+  readonly predictedCachedTokens: number;
+  /** Prompt tokens the engine served from its cache. */
+  cachedTokens: number;
+  outputTokens: number;
+}

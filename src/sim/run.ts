@@ -1,0 +1,125 @@
+import type { InstanceCostModel } from '../core/cost-model/instance.ts';
+import type { QueuePolicyName } from '../core/local/types.ts';
+import type { E2Options } from '../core/policies/e2.ts';
+import { createGlobalPolicy } from '../core/policies/registry.ts';
+import type { Branch } from '../core/types.ts';
+import type { WorkloadRequest } from '../workloads/types.ts';
+import { perInstance, summarize } from './metrics/summary.ts';
+import type { SimRecord } from './record.ts';
+import { type SimResult, simulate } from './simulator.ts';
+
+/** One simulation: which policy, on which cluster, under which stream. */
+export interface SimSpec {
+  readonly policy: string;
+  /** Label for the report ('toolbench', 'azure:conv.csv', ...). */
+  readonly workload: string;
+  readonly instances: number;
+  readonly rps: number;
+  readonly costModel: InstanceCostModel;
+  /** A fresh copy of the request stream (every policy must see the identical one). */
+  readonly requests: () => Iterable<WorkloadRequest>;
+  readonly seed: number;
+  /** The engines' waiting-queue policy; 'auto' = Preble's priority groups under e2, SGLang's lpm otherwise. */
+  readonly queuePolicy?: QueuePolicyName | 'auto';
+  /** Chunked-prefill token budget per iteration. */
+  readonly chunkTokens?: number;
+  readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
+  /** SLO targets in seconds, for attainment. */
+  readonly slo?: { readonly ttft: number; readonly tpot: number };
+  readonly onProgress?: (finished: number) => void;
+}
+
+export interface PercentileSummary {
+  readonly mean: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+}
+
+/** The `preble sim --json` object for one policy (DESIGN.md), plus diagnostics. */
+export interface SimReport {
+  readonly policy: string;
+  readonly workload: string;
+  readonly instances: number;
+  readonly rps: number;
+  readonly requests: number;
+  readonly completed: number;
+  readonly latency: PercentileSummary;
+  readonly ttft: PercentileSummary;
+  readonly tpot: PercentileSummary;
+  readonly normalizedTtft: PercentileSummary;
+  readonly cacheHitRate: number;
+  readonly throughputRps: number;
+  readonly perInstance: readonly { requests: number; busyFraction: number; cacheHitRate: number }[];
+  readonly sloAttainment?: { readonly ttft: number; readonly tpot: number; readonly both: number };
+  readonly queuePolicy: QueuePolicyName;
+  readonly branches: Partial<Record<Branch, number>>;
+  /** Share of prompt tokens the policy expected to be cached where it sent them. */
+  readonly predictedHitRate: number;
+  readonly meanOutputTokens: number;
+  readonly durationSeconds: number;
+}
+
+export function resolveQueuePolicy(
+  policy: string,
+  queuePolicy: QueuePolicyName | 'auto' | undefined,
+): QueuePolicyName {
+  if (queuePolicy !== undefined && queuePolicy !== 'auto') return queuePolicy;
+  return policy === 'e2' ? 'priority-groups' : 'lpm';
+}
+
+/** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
+export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
+  const queuePolicy = resolveQueuePolicy(spec.policy, spec.queuePolicy);
+  const policy = createGlobalPolicy(spec.policy, { costModel: spec.costModel, seed: spec.seed, e2: spec.e2 });
+  const result = simulate({
+    policy,
+    instances: spec.instances,
+    costModel: spec.costModel,
+    engine: {
+      queuePolicy,
+      ...(spec.chunkTokens === undefined ? {} : { chunkedPrefillTokens: spec.chunkTokens }),
+    },
+    requests: spec.requests(),
+    ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
+  });
+  return { report: report(spec, queuePolicy, result), result };
+}
+
+function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult): SimReport {
+  const { records } = result;
+  const summary = summarize(records, spec.slo === undefined ? {} : { slo: spec.slo });
+  const branches: Partial<Record<Branch, number>> = {};
+  let prompt = 0;
+  let predicted = 0;
+  let output = 0;
+  for (const r of records) {
+    branches[r.branch] = (branches[r.branch] ?? 0) + 1;
+    prompt += r.promptTokens;
+    predicted += r.predictedCachedTokens;
+    output += r.outputTokens;
+  }
+  return {
+    policy: spec.policy,
+    workload: spec.workload,
+    instances: spec.instances,
+    rps: spec.rps,
+    requests: records.length,
+    completed: summary.completed,
+    latency: summary.latency,
+    ttft: summary.ttft,
+    tpot: summary.tpot,
+    normalizedTtft: summary.normalizedTtft,
+    cacheHitRate: summary.cacheHitRate,
+    throughputRps: summary.throughputRps,
+    perInstance: perInstance(records, result.busySeconds, result.durationSeconds),
+    ...(summary.sloAttainment === undefined ? {} : { sloAttainment: summary.sloAttainment }),
+    queuePolicy,
+    branches,
+    predictedHitRate: prompt > 0 ? predicted / prompt : 0,
+    meanOutputTokens: records.length > 0 ? output / records.length : 0,
+    durationSeconds: result.durationSeconds,
+  };
+}
+
+export type { SimRecord };

@@ -1,0 +1,220 @@
+import TinyQueue from 'tinyqueue';
+import type { CostModel } from '../core/cost-model/types.ts';
+import type { GlobalPolicy, InstanceId } from '../core/types.ts';
+import { Engine, type EngineOptions } from '../engine/engine.ts';
+import type { EngineSnapshot, Iteration } from '../engine/types.ts';
+import type { WorkloadRequest } from '../workloads/types.ts';
+import type { SimRecord } from './record.ts';
+
+export interface SimulatorOptions {
+  readonly policy: GlobalPolicy;
+  readonly instances: number;
+  readonly costModel: CostModel;
+  /** Engine settings shared by every instance (queue policy, chunk budget, ...). */
+  readonly engine?: Omit<EngineOptions, 'costModel'>;
+  /** The request stream, in arrival order; pulled lazily. */
+  readonly requests: Iterable<WorkloadRequest>;
+  /** Seconds between the policy's background ticks. Default 1. */
+  readonly tickInterval?: number;
+  /** Seconds between load-signal polls of every instance (SAL polls 10 times a second). Default 0.1. */
+  readonly signalInterval?: number;
+  /** Told after every iteration with the engine's state (tests, detailed metrics). */
+  readonly onIteration?: (instance: InstanceId, iteration: Iteration, engine: Engine, now: number) => void;
+  /** Told every `progressEvery` finished requests (progress bars live at the edge). */
+  readonly onProgress?: (finished: number) => void;
+  readonly progressEvery?: number;
+}
+
+export interface SimResult {
+  /** One record per request, in arrival order. */
+  readonly records: SimRecord[];
+  /** Seconds each instance spent running iterations. */
+  readonly busySeconds: number[];
+  /** From the first arrival to the last finish. */
+  readonly durationSeconds: number;
+  /** Events processed (arrivals, iteration ends, ticks, polls). */
+  readonly events: number;
+  readonly iterations: number;
+  /** Each engine's counters at the end (preemptions, prompt and cached tokens, ...). */
+  readonly engines: EngineSnapshot[];
+}
+
+type SimEvent =
+  | {
+      readonly time: number;
+      readonly seq: number;
+      readonly kind: 'arrival';
+      readonly request: WorkloadRequest;
+    }
+  | {
+      readonly time: number;
+      readonly seq: number;
+      readonly kind: 'iteration-end';
+      readonly instance: InstanceId;
+      readonly iteration: Iteration;
+    }
+  | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
+  | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
+
+/**
+ * A discrete-event cluster simulation: N engines (src/engine) under one global policy, on a virtual
+ * clock. The policy sees exactly the feedback a gateway gives it: requests starting, first tokens,
+ * finishes with the engine's token counts, evictions, periodic ticks and polled load signals.
+ * Deterministic: events at equal times run in the order they were scheduled.
+ */
+export function simulate(options: SimulatorOptions): SimResult {
+  const { policy, costModel } = options;
+  const tickInterval = options.tickInterval ?? 1;
+  const signalInterval = options.signalInterval ?? 0.1;
+  const engines: Engine[] = [];
+  for (let i = 0; i < options.instances; i++) {
+    engines.push(new Engine({ ...options.engine, costModel }));
+    policy.instanceAdded(i, { kvCapacityTokens: engines[i]!.snapshot().kvCapacityTokens }, 0);
+  }
+  const busy = new Array<number>(options.instances).fill(0);
+  const running = new Array<boolean>(options.instances).fill(false);
+  const queue = new TinyQueue<SimEvent>([], (a, b) => a.time - b.time || a.seq - b.seq);
+  const records: SimRecord[] = [];
+  const byId = new Map<string, SimRecord>();
+  let seq = 0;
+  let events = 0;
+  let iterations = 0;
+  let inFlight = 0;
+  let finished = 0;
+  let lastFinish = 0;
+  const progressEvery = options.progressEvery ?? 1000;
+
+  const source = options.requests[Symbol.iterator]();
+  let sourceDone = false;
+  const pullArrival = () => {
+    const next = source.next();
+    if (next.done) {
+      sourceDone = true;
+      return;
+    }
+    queue.push({ time: next.value.arrival, seq: seq++, kind: 'arrival', request: next.value });
+  };
+
+  /** Start the instance's next iteration at `now` if it has work and is idle. */
+  const runIfIdle = (instance: InstanceId, now: number) => {
+    if (running[instance]) return;
+    const engine = engines[instance]!;
+    if (!engine.hasWork()) return;
+    const iteration = engine.step(now);
+    iterations++;
+    // Queueing ends when the iteration that admits a request begins.
+    for (const s of iteration.events.started) {
+      const r = byId.get(s.id);
+      if (r !== undefined && r.start < 0) r.start = now;
+      policy.requestStarted(s.id, now);
+    }
+    running[instance] = true;
+    busy[instance]! += iteration.duration;
+    queue.push({ time: now + iteration.duration, seq: seq++, kind: 'iteration-end', instance, iteration });
+  };
+
+  const endIteration = (instance: InstanceId, iteration: Iteration, now: number) => {
+    running[instance] = false;
+    options.onIteration?.(instance, iteration, engines[instance]!, now);
+    const ev = iteration.events;
+    for (const e of ev.evictions) policy.instanceEvicted(instance, e.path, e.keptTokens, now);
+    for (const id of ev.firstTokens) {
+      const r = byId.get(id);
+      if (r !== undefined && r.firstToken < 0) r.firstToken = now;
+      policy.requestFirstToken(id, now);
+    }
+    for (const f of ev.finished) {
+      const r = byId.get(f.id);
+      if (r !== undefined) {
+        r.finish = now;
+        r.cachedTokens = f.cachedTokens;
+        r.outputTokens = f.outputTokens;
+        byId.delete(f.id);
+      }
+      policy.requestFinished(f.id, now, f);
+      inFlight--;
+      finished++;
+      lastFinish = now;
+      if (finished % progressEvery === 0) options.onProgress?.(finished);
+    }
+    runIfIdle(instance, now);
+  };
+
+  const poll = (now: number) => {
+    for (let i = 0; i < engines.length; i++) {
+      const s = engines[i]!.snapshot();
+      policy.loadSignal(
+        i,
+        {
+          running: s.running,
+          waiting: s.waiting,
+          queuedPrefillTokens: s.queuedPrefillTokens,
+          usedKvTokens: s.usedKvTokens,
+          freeKvTokens: s.freeKvTokens,
+        },
+        now,
+      );
+    }
+  };
+
+  pullArrival();
+  const first = queue.peek();
+  const start = first?.time ?? 0;
+  queue.push({ time: start + tickInterval, seq: seq++, kind: 'tick' });
+  queue.push({ time: start + signalInterval, seq: seq++, kind: 'poll' });
+
+  while (queue.length > 0) {
+    const e = queue.pop()!;
+    events++;
+    switch (e.kind) {
+      case 'arrival': {
+        const r = e.request;
+        pullArrival();
+        const d = policy.route({ id: r.id, tokens: r.tokens, arrival: r.arrival }, e.time);
+        const record: SimRecord = {
+          id: r.id,
+          workload: r.workload,
+          instance: d.instance,
+          branch: d.branch,
+          arrival: r.arrival,
+          dispatch: e.time,
+          start: -1,
+          firstToken: -1,
+          finish: -1,
+          promptTokens: r.tokens.length,
+          predictedCachedTokens: d.matchedTokens,
+          cachedTokens: 0,
+          outputTokens: r.outputTokens,
+        };
+        records.push(record);
+        byId.set(r.id, record);
+        inFlight++;
+        engines[d.instance]!.submit({ id: r.id, tokens: r.tokens, outputTokens: r.outputTokens }, e.time);
+        runIfIdle(d.instance, e.time);
+        break;
+      }
+      case 'iteration-end':
+        endIteration(e.instance, e.iteration, e.time);
+        break;
+      case 'tick':
+        policy.tick(e.time);
+        if (!sourceDone || inFlight > 0)
+          queue.push({ time: e.time + tickInterval, seq: seq++, kind: 'tick' });
+        break;
+      case 'poll':
+        poll(e.time);
+        if (!sourceDone || inFlight > 0)
+          queue.push({ time: e.time + signalInterval, seq: seq++, kind: 'poll' });
+        break;
+    }
+  }
+  if (inFlight !== 0) throw new Error(`simulation ended with ${inFlight} requests unfinished`);
+  return {
+    records,
+    busySeconds: busy,
+    durationSeconds: Math.max(0, lastFinish - start),
+    events,
+    iterations,
+    engines: engines.map((e) => e.snapshot()),
+  };
+}
