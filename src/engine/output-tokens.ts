@@ -1,3 +1,4 @@
+import { fmix32 as mix32 } from '../core/hash.ts';
 import type { Tokens } from '../core/types.ts';
 
 /**
@@ -43,15 +44,4 @@ export function withOutputs(prompt: Tokens, hash: number, outputs: number): Toke
   sequence.set(prompt, 0);
   for (let j = 0; j < outputs; j++) sequence[prompt.length + j] = outputToken(hash, j);
   return sequence;
-}
-
-/** murmur3's 32-bit finalizer. */
-function mix32(x: number): number {
-  let h = x | 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }

@@ -1,6 +1,6 @@
+import { hashTokens } from '../hash.ts';
 import type { InstanceId, RouteDecision, RouteRequest, Tokens } from '../types.ts';
 import { BasePolicy } from './base-policy.ts';
-import { hashTokens } from './baseline-hash.ts';
 import { HashRing } from './baseline-hash-ring.ts';
 import { NO_COSTS } from './baseline-no-costs.ts';
 import { withDefaults } from './baseline-options.ts';

@@ -1,3 +1,4 @@
+import { fmix32 as mix32 } from '../../core/hash.ts';
 import { VOCABULARY_SIZE } from '../tokens.ts';
 
 /** Mooncake's `hash_ids` each stand for one block of this many prompt tokens. */
@@ -34,15 +35,4 @@ export function blockTokens(seed: number, hashId: number, length = MOONCAKE_BLOC
   const tokens = new Uint32Array(length);
   writeBlockTokens(tokens, 0, seed, hashId, length);
   return tokens;
-}
-
-/** murmur3's 32-bit finalizer: a cheap bijective scrambler, returned unsigned. */
-function mix32(value: number): number {
-  let h = value | 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }

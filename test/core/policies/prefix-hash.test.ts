@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { hashTokens } from '../../../src/core/policies/baseline-hash.ts';
+import { hashTokens } from '../../../src/core/hash.ts';
 import { PrefixHashPolicy } from '../../../src/core/policies/prefix-hash.ts';
 import { addInstances, concat, req, routeIdle, run } from './baseline-helpers.ts';
 
