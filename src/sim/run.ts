@@ -19,7 +19,11 @@ export interface SimSpec {
   /** A fresh copy of the request stream (every policy must see the identical one). */
   readonly requests: () => Iterable<WorkloadRequest>;
   readonly seed: number;
-  /** The engines' waiting-queue policy; 'auto' = Preble's priority groups under e2, SGLang's lpm otherwise. */
+  /**
+   * The engines' waiting-queue policy. 'auto' = SGLang's lpm for every global policy, so that runs
+   * compare global policies alone. Preble's priority groups are a step of the ablation: mixing every
+   * group in each batch thrashes the cache under memory pressure (docs/results/README.md).
+   */
   readonly queuePolicy?: QueuePolicyName | 'auto';
   /** Chunked-prefill token budget per iteration. */
   readonly chunkTokens?: number;
@@ -60,17 +64,14 @@ export interface SimReport {
   readonly durationSeconds: number;
 }
 
-export function resolveQueuePolicy(
-  policy: string,
-  queuePolicy: QueuePolicyName | 'auto' | undefined,
-): QueuePolicyName {
+export function resolveQueuePolicy(queuePolicy: QueuePolicyName | 'auto' | undefined): QueuePolicyName {
   if (queuePolicy !== undefined && queuePolicy !== 'auto') return queuePolicy;
-  return policy === 'e2' ? 'priority-groups' : 'lpm';
+  return 'lpm';
 }
 
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
-  const queuePolicy = resolveQueuePolicy(spec.policy, spec.queuePolicy);
+  const queuePolicy = resolveQueuePolicy(spec.queuePolicy);
   const policy = createGlobalPolicy(spec.policy, { costModel: spec.costModel, seed: spec.seed, e2: spec.e2 });
   const result = simulate({
     policy,

@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { idealHitRate } from '../../src/experiments/ideal-hit.ts';
+import { findExperiment } from '../../src/experiments/registry.ts';
+
+const req = (id: string, tokens: number[]) => ({
+  id,
+  arrival: 0,
+  tokens: Uint32Array.from(tokens),
+  outputTokens: 1,
+  workload: 't',
+});
+
+test('the ideal hit rate counts each prompt tokens repeating an earlier prefix', () => {
+  // 3 + 2 (shares [1,2]) + 3 (repeats [1,2,3]) of 3 + 4 + 3 tokens.
+  const rate = idealHitRate([req('a', [1, 2, 3]), req('b', [1, 2, 9, 9]), req('c', [1, 2, 3])]);
+  assert.equal(rate, (0 + 2 + 3) / 10);
+});
+
+test('experiments build their grids and unknown names are refused with the list', () => {
+  const e2e = findExperiment('preble-e2e').cells({ requests: 10, seed: 0, only: ['e2', 'round-robin'] });
+  assert.equal(e2e.length, 5 * 3 * 3 * 2); // workloads x clusters x rates x policies
+  const ablation = findExperiment('ablation').cells({ requests: 10, seed: 0 });
+  assert.equal(ablation.length, 3 * 5);
+  assert.throws(() => findExperiment('nope'), /valid experiments: preble-e2e, ablation, azure-mixed/);
+});
