@@ -4,6 +4,7 @@ import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
 import { registerExperiment } from './experiment.ts';
+import { registerServe } from './serve.ts';
 import { registerSim } from './sim.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -22,6 +23,7 @@ function buildProgram(): Command {
   registerBenchSim(bench);
   registerSim(program);
   registerExperiment(program);
+  registerServe(program);
   return program;
 }
 

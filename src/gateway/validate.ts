@@ -1,0 +1,37 @@
+import { z } from 'zod';
+
+const message = z.object({ role: z.string().min(1), content: z.string() });
+
+/** The fields the gateway reads; every other field passes through to the replica unchanged. */
+const common = {
+  model: z.string().min(1),
+  stream: z.boolean().optional(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullish(),
+  max_tokens: z.number().int().min(1).max(32_768).optional(),
+};
+
+const completion = z.object({ ...common, prompt: z.string() }).passthrough();
+const chat = z.object({ ...common, messages: z.array(message).min(1) }).passthrough();
+
+export interface CompletionBody {
+  readonly model: string;
+  readonly prompt?: string;
+  readonly messages?: { role: string; content: string }[];
+  readonly stream?: boolean;
+  readonly stream_options?: { include_usage?: boolean } | null;
+  readonly max_tokens?: number;
+  readonly [key: string]: unknown;
+}
+
+export type Parsed =
+  | { ok: true; body: CompletionBody }
+  | { ok: false; message: string; param: string | null };
+
+/** Validate an OpenAI completions or chat body; the first problem becomes the error message. */
+export function parseCompletionBody(kind: 'completions' | 'chat', body: unknown): Parsed {
+  const result = (kind === 'chat' ? chat : completion).safeParse(body);
+  if (result.success) return { ok: true, body: result.data as CompletionBody };
+  const issue = result.error.issues[0]!;
+  const param = issue.path.length > 0 ? issue.path.join('.') : null;
+  return { ok: false, message: param === null ? issue.message : `${param}: ${issue.message}`, param };
+}
