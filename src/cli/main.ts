@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
+import { registerEngine } from './engine.ts';
 import { registerExperiment } from './experiment.ts';
 import { registerServe } from './serve.ts';
 import { registerSim } from './sim.ts';
@@ -24,6 +25,7 @@ function buildProgram(): Command {
   registerSim(program);
   registerExperiment(program);
   registerServe(program);
+  registerEngine(program);
   return program;
 }
 

@@ -1,0 +1,131 @@
+import type { Tokens } from '../core/types.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { EngineFinish } from '../engine/types.ts';
+
+/** What a request's owner hears as the engine runs it. */
+export interface RequestListener {
+  /** The request was admitted; `cachedTokens` prompt tokens were found in the prefix cache. */
+  onStart?(cachedTokens: number): void;
+  /** One generated token, with its 0-based index among the request's output. */
+  onToken?(index: number): void;
+  /** All tokens produced (always after the last `onToken`). */
+  onFinish?(finish: EngineFinish): void;
+}
+
+export interface DriverOptions {
+  /** Engine seconds per wall-clock second: 1000 runs the emulation 1000 times faster. Default 1. */
+  readonly timeScale?: number;
+  /** Wall clock in seconds (tests may inject one). Default: performance.now() / 1000. */
+  readonly clock?: () => number;
+  /** Timer (tests may inject one). Default: setTimeout. */
+  readonly schedule?: (callback: () => void, delayMs: number) => { cancel(): void };
+}
+
+interface Pending {
+  readonly listener: RequestListener;
+  delivered: number;
+}
+
+function defaultSchedule(callback: () => void, delayMs: number): { cancel(): void } {
+  const timer = setTimeout(callback, delayMs);
+  return { cancel: () => clearTimeout(timer) };
+}
+
+/**
+ * Runs one Engine against the wall clock: each iteration takes its cost-model duration (divided by
+ * the time scale) in real time; its events are delivered at its end, then the next iteration starts
+ * if there is work. Engine time is wall time since creation times the time scale.
+ */
+export class WallClockDriver {
+  readonly engine: Engine;
+  readonly timeScale: number;
+  private readonly clock: () => number;
+  private readonly schedule: (callback: () => void, delayMs: number) => { cancel(): void };
+  private readonly epoch: number;
+  private readonly pending = new Map<string, Pending>();
+  private timer: { cancel(): void } | undefined;
+  private engineNow = 0;
+  private closed = false;
+
+  constructor(engine: Engine, options: DriverOptions = {}) {
+    const timeScale = options.timeScale ?? 1;
+    if (!(timeScale > 0) || !Number.isFinite(timeScale)) {
+      throw new Error(`driver: timeScale must be a positive number, got ${timeScale}`);
+    }
+    this.engine = engine;
+    this.timeScale = timeScale;
+    this.clock = options.clock ?? (() => performance.now() / 1000);
+    this.schedule = options.schedule ?? defaultSchedule;
+    this.epoch = this.clock();
+  }
+
+  /** Engine time now: never behind the end of the last iteration. */
+  now(): number {
+    const t = (this.clock() - this.epoch) * this.timeScale;
+    if (t > this.engineNow) this.engineNow = t;
+    return this.engineNow;
+  }
+
+  /** Requests submitted and not yet finished or aborted. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Enqueue a request; throws (engine's message) when the engine refuses it. */
+  submit(id: string, tokens: Tokens, outputTokens: number, listener: RequestListener): void {
+    if (this.closed) throw new Error('driver: closed');
+    this.engine.submit({ id, tokens, outputTokens }, this.now());
+    this.pending.set(id, { listener, delivered: 0 });
+    if (this.timer === undefined) this.runIteration();
+  }
+
+  /** Drop a request (client gone); its listener hears nothing more. */
+  abort(id: string): boolean {
+    const had = this.pending.delete(id);
+    const aborted = this.engine.abort(id);
+    return had || aborted;
+  }
+
+  /** Stop the clock; pending requests are dropped silently. */
+  close(): void {
+    this.closed = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+    for (const id of [...this.pending.keys()]) this.abort(id);
+  }
+
+  private runIteration(): void {
+    if (this.closed || !this.engine.hasWork()) return;
+    const iteration = this.engine.step(this.now());
+    const end = this.engineNow + iteration.duration;
+    const delayMs = (iteration.duration * 1000) / this.timeScale;
+    this.timer = this.schedule(() => {
+      this.timer = undefined;
+      if (end > this.engineNow) this.engineNow = end;
+      this.deliver(iteration.events.started, iteration.events.finished);
+      this.runIteration();
+    }, delayMs);
+  }
+
+  private deliver(
+    started: readonly { id: string; cachedTokens: number }[],
+    finished: readonly EngineFinish[],
+  ): void {
+    for (const s of started) this.pending.get(s.id)?.listener.onStart?.(s.cachedTokens);
+    const done = new Map<string, EngineFinish>();
+    for (const f of finished) done.set(f.id, f);
+    for (const [id, p] of this.pending) {
+      const finish = done.get(id);
+      const generated =
+        finish !== undefined ? finish.outputTokens : (this.engine.request(id)?.generated ?? 0);
+      while (p.delivered < generated && this.pending.has(id)) {
+        const index = p.delivered++;
+        p.listener.onToken?.(index);
+      }
+      if (finish !== undefined && this.pending.has(id)) {
+        this.pending.delete(id);
+        p.listener.onFinish?.(finish);
+      }
+    }
+  }
+}

@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import { encodeChars } from '../../text/char-tokenizer.ts';
+import type { ServerContext } from '../context.ts';
+import { parseBody } from '../errors.ts';
+import { completionSchema, DEFAULT_MAX_TOKENS } from '../schemas.ts';
+import { checkModel, type ResponseFormat, runGeneration } from './generate.ts';
+
+function completionFormat(model: string): ResponseFormat {
+  const chunk = (id: string, created: number, text: string, finish: string | null) => ({
+    id,
+    object: 'text_completion',
+    created,
+    model,
+    choices: [{ index: 0, text, logprobs: null, finish_reason: finish }],
+  });
+  return {
+    full: (id, created, text, usage) => ({ ...chunk(id, created, text, 'length'), usage }),
+    opening: () => [],
+    token: (id, created, text) => chunk(id, created, text, null),
+    closing: (id, created) => chunk(id, created, '', 'length'),
+    usage: (id, created, usage) => ({ id, object: 'text_completion', created, model, choices: [], usage }),
+  };
+}
+
+/** POST /v1/completions */
+export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void {
+  const format = completionFormat(ctx.model);
+  app.post('/v1/completions', (request, reply) => {
+    const body = parseBody(completionSchema, request.body);
+    checkModel(ctx, body.model);
+    return runGeneration(ctx, reply, {
+      idPrefix: 'cmpl',
+      tokens: encodeChars(body.prompt),
+      maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
+      stream: body.stream === true,
+      includeUsage: body.stream_options?.include_usage === true,
+      format,
+    });
+  });
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+export const MAX_TOKENS_LIMIT = 4096;
+export const DEFAULT_MAX_TOKENS = 16;
+
+const maxTokens = z.number().int().min(1).max(MAX_TOKENS_LIMIT).nullish();
+const streamOptions = z.object({ include_usage: z.boolean().nullish() }).nullish();
+
+export const completionSchema = z.object({
+  model: z.string(),
+  prompt: z.string().min(1),
+  max_tokens: maxTokens,
+  stream: z.boolean().nullish(),
+  stream_options: streamOptions,
+});
+export type CompletionBody = z.infer<typeof completionSchema>;
+
+export const chatMessageSchema = z.object({ role: z.string(), content: z.string() });
+
+export const chatSchema = z.object({
+  model: z.string(),
+  messages: z.array(chatMessageSchema).min(1),
+  max_tokens: maxTokens,
+  max_completion_tokens: maxTokens,
+  stream: z.boolean().nullish(),
+  stream_options: streamOptions,
+});
+export type ChatBody = z.infer<typeof chatSchema>;
+
+export const tokenizeSchema = z.union([
+  z.object({ model: z.string().nullish(), prompt: z.string() }),
+  z.object({ model: z.string().nullish(), messages: z.array(chatMessageSchema).min(1) }),
+]);
