@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
+import { registerDemo } from './demo.ts';
 import { registerEngine } from './engine.ts';
 import { registerExperiment } from './experiment.ts';
 import { registerServe } from './serve.ts';
@@ -26,6 +27,7 @@ function buildProgram(): Command {
   registerExperiment(program);
   registerServe(program);
   registerEngine(program);
+  registerDemo(program);
   return program;
 }
 

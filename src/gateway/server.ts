@@ -17,6 +17,11 @@ export interface GatewayOptions {
   readonly bodyLimit?: number;
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickSeconds?: number;
+  /**
+   * Replicas that emulate time faster than real (`preble engine --time-scale`) need the policy's
+   * clock sped up alike, so that its window and costs are in the replicas' seconds. Default 1.
+   */
+  readonly timeScale?: number;
 }
 
 export interface Gateway {
@@ -31,7 +36,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const app = Fastify({ bodyLimit: options.bodyLimit ?? 4 * 1024 * 1024, logger: false });
   const metrics = new GatewayMetrics();
   const replicas = new ReplicaSet();
-  const now = () => performance.now() / 1000;
+  const timeScale = options.timeScale ?? 1;
+  const now = () => (performance.now() / 1000) * timeScale;
   for (const url of options.replicas) {
     const r = replicas.add(url);
     options.policy.instanceAdded(r.id, { kvCapacityTokens: options.replicaKvTokens }, now());

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runCli } from './run-cli.ts';
+
+test('preble demo runs the policies over real HTTP and e2 reuses more of the shared prefixes', () => {
+  const r = runCli([
+    'demo',
+    '--replicas',
+    '2',
+    '--requests',
+    '40',
+    '--rps',
+    '2',
+    '--time-scale',
+    '100',
+    '--policy',
+    'e2,round-robin',
+    '--json',
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  const { results } = JSON.parse(r.stdout) as {
+    results: {
+      policy: string;
+      completed: number;
+      cacheHitRate: number;
+      latency: { mean: number };
+      perInstance: { requests: number }[];
+    }[];
+  };
+  assert.deepEqual(
+    results.map((x) => x.policy),
+    ['e2', 'round-robin'],
+  );
+  for (const x of results) {
+    assert.equal(x.completed, 40, 'every request answered');
+    assert.equal(
+      x.perInstance.reduce((s, i) => s + i.requests, 0),
+      40,
+    );
+  }
+  // Counts the replicas reported, not timings: e2 keeps each video where it is cached.
+  assert.ok(
+    results[0]!.cacheHitRate > results[1]!.cacheHitRate,
+    JSON.stringify(results.map((x) => x.cacheHitRate)),
+  );
+});
