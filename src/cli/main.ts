@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerBenchHttp } from './bench-http.ts';
 import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
@@ -23,6 +24,7 @@ function buildProgram(): Command {
   registerBenchScheduler(bench);
   registerBenchMemory(bench);
   registerBenchSim(bench);
+  registerBenchHttp(bench);
   registerSim(program);
   registerExperiment(program);
   registerServe(program);
