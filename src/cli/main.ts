@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerBenchGateway } from './bench-gateway.ts';
 import { registerBenchHttp } from './bench-http.ts';
 import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
@@ -25,6 +26,7 @@ function buildProgram(): Command {
   registerBenchMemory(bench);
   registerBenchSim(bench);
   registerBenchHttp(bench);
+  registerBenchGateway(bench);
   registerSim(program);
   registerExperiment(program);
   registerServe(program);
