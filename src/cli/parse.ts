@@ -21,3 +21,10 @@ export function positiveNumber(value: string): number {
     throw new InvalidArgumentError(`expected a positive number, got '${value}'`);
   return n;
 }
+
+export function nonNegativeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0)
+    throw new InvalidArgumentError(`expected a non-negative number, got '${value}'`);
+  return n;
+}

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { createGlobalPolicy } from '../core/policies/registry.ts';
 import { createGateway } from '../gateway/server.ts';
-import { nonNegativeInt, positiveInt } from './parse.ts';
+import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
 
 interface ServeFlags {
   port: number;
@@ -13,6 +13,7 @@ interface ServeFlags {
   kvTokens?: number;
   model?: string;
   seed: number;
+  poll: number;
 }
 
 export function registerServe(program: Command): void {
@@ -36,6 +37,12 @@ export function registerServe(program: Command): void {
     .option('--kv-tokens <n>', "replicas' KV capacity in tokens (default: the preset's)", positiveInt)
     .option('--model <name>', 'the model name clients must ask for (default: any)')
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option(
+      '--poll <seconds>',
+      "seconds between polls of the replicas' /metrics for load signals (0: off)",
+      nonNegativeNumber,
+      0.5,
+    )
     .action((flags: ServeFlags) => serve(flags));
 }
 
@@ -49,6 +56,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     policy: createGlobalPolicy(flags.policy, { costModel, seed: flags.seed }),
     replicas: flags.replica,
     replicaKvTokens: costModel.kvCapacityTokens,
+    pollSeconds: flags.poll,
     ...(flags.model === undefined ? {} : { model: flags.model }),
   });
   const url = await gateway.listen(flags.port, flags.host);

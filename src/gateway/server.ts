@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { GlobalPolicy } from '../core/types.ts';
 import { sendError } from './errors.ts';
+import { LoadPoller } from './load-poller.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { proxy } from './proxy.ts';
 import { ReplicaSet } from './replicas.ts';
@@ -22,12 +23,16 @@ export interface GatewayOptions {
    * clock sped up alike, so that its window and costs are in the replicas' seconds. Default 1.
    */
   readonly timeScale?: number;
+  /** Seconds between polls of the replicas' /metrics for load signals; 0 turns polling off. Default 0.5. */
+  readonly pollSeconds?: number;
 }
 
 export interface Gateway {
   readonly app: FastifyInstance;
   readonly metrics: GatewayMetrics;
   listen(port: number, host: string): Promise<string>;
+  /** Poll every replica's load signals now (tests; the timer does it otherwise). */
+  pollNow(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -96,6 +101,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const tick = setInterval(() => options.policy.tick(now()), (options.tickSeconds ?? 1) * 1000);
   tick.unref();
+  const poller = new LoadPoller(replicas, options.policy, options.replicaKvTokens, now);
+  poller.start(options.pollSeconds ?? 0.5);
   return {
     app,
     metrics,
@@ -105,8 +112,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       const actual = typeof address === 'object' && address !== null ? address.port : port;
       return `http://${host}:${actual}`;
     },
+    pollNow: () => poller.pollAll(),
     async close() {
       clearInterval(tick);
+      poller.stop();
       await app.close();
       await replicas.close();
     },
