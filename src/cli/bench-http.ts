@@ -3,15 +3,15 @@ import { runHttpLoad } from '../bench/http-load.ts';
 import { renderTokens } from '../demo/render.ts';
 import { percentiles } from '../report/stats.ts';
 import { fixed, textTable } from '../report/text-table.ts';
-import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { workloadStream } from './workload-stream.ts';
 
 interface BenchHttpFlags {
   url: string;
   model: string;
   workload: string;
   requests: number;
-  rps: number;
+  rps?: number;
   seed: number;
   json?: boolean;
 }
@@ -23,12 +23,16 @@ export function registerBenchHttp(bench: Command): void {
     .requiredOption('--url <url>', 'base URL of the server (gateway or replica)')
     .requiredOption('--model <name>', 'model name to send')
     .option(
-      '--workload <name>',
-      'workload generator (its token ids become text, one character each)',
+      '--workload <w>',
+      'a generator, or azure:FILE / mooncake:FILE (token ids become text, one character each)',
       'toolbench',
     )
     .option('--requests <n>', 'requests to send', positiveInt, 200)
-    .option('--rps <r>', 'arrival rate', positiveNumber, 4)
+    .option(
+      '--rps <r>',
+      "arrival rate (generators: Poisson, default 4; traces: re-timed to it, else the trace's own timing)",
+      positiveNumber,
+    )
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: BenchHttpFlags) => benchHttp(flags));
@@ -36,9 +40,12 @@ export function registerBenchHttp(bench: Command): void {
 
 async function benchHttp(flags: BenchHttpFlags): Promise<void> {
   new URL(flags.url); // a bad URL fails here with one line
-  const requests = [
-    ...createWorkload(flags.workload, { requests: flags.requests, rps: flags.rps, seed: flags.seed }),
-  ];
+  const stream = workloadStream(flags.workload, {
+    requests: flags.requests,
+    seed: flags.seed,
+    ...(flags.rps === undefined ? {} : { rps: flags.rps }),
+  });
+  const requests = [...stream()];
   const records = await runHttpLoad({ url: flags.url, model: flags.model, requests, render: renderTokens });
   const ok = records.filter((r) => r.status === 200 && r.ttft >= 0);
   const tpot = ok.filter((r) => r.outputTokens > 1).map((r) => (r.latency - r.ttft) / (r.outputTokens - 1));
@@ -46,7 +53,7 @@ async function benchHttp(flags: BenchHttpFlags): Promise<void> {
   const result = {
     url: flags.url,
     workload: flags.workload,
-    rps: flags.rps,
+    rps: flags.rps ?? null,
     requests: records.length,
     completed: ok.length,
     failed: records.length - ok.length,

@@ -3,17 +3,22 @@ import { parseWorkloadSpec, traceRequests } from '../workloads/traces/registry.t
 import type { WorkloadRequest } from '../workloads/types.ts';
 
 /**
- * A factory of identical request streams for a `--workload` value: a generator, or a trace file
- * (read once; re-timed so its mean rate is `rps`).
+ * A factory of identical request streams for a `--workload` value: a generator (Poisson at `rps`,
+ * default 4), or a trace file (read once; re-timed to `rps` when given, else its own timing).
  */
 export function workloadStream(
   workload: string,
-  options: { requests: number; rps: number; seed: number },
+  options: { requests: number; rps?: number; seed: number },
 ): () => Iterable<WorkloadRequest> {
   const spec = parseWorkloadSpec(workload);
   if (spec.kind === 'generator') {
-    return () => createWorkload(spec.name, options);
+    const rps = options.rps ?? 4;
+    return () => createWorkload(spec.name, { requests: options.requests, rps, seed: options.seed });
   }
-  const stream = traceRequests(spec, { seed: options.seed, requests: options.requests, rps: options.rps });
+  const stream = traceRequests(spec, {
+    seed: options.seed,
+    requests: options.requests,
+    ...(options.rps === undefined ? {} : { rps: options.rps }),
+  });
   return () => stream;
 }

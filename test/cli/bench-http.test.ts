@@ -5,9 +5,12 @@ import { runCli } from './run-cli.ts';
 
 const engine = createEngineServer({ timeScale: 1000 });
 after(() => engine.close(0));
+let listening: Promise<{ url: string }> | undefined;
+/** Start the engine once, whichever test asks first. */
+const engineUrl = async () => (await (listening ??= engine.listen(0, '127.0.0.1'))).url;
 
 test('bench http loads an OpenAI-compatible server and reports percentiles and the hit rate', async () => {
-  const { url } = await engine.listen(0, '127.0.0.1');
+  const url = await engineUrl();
   // runCli is synchronous: the engine must answer from this process's event loop, so run it in a child.
   const { spawn } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
@@ -38,6 +41,46 @@ test('bench http loads an OpenAI-compatible server and reports percentiles and t
   assert.equal(r.completed, 20);
   assert.ok(r.latency.p99 > 0);
   assert.ok(r.cacheHitRate > 0, 'toolbench prompts share their system prompt');
+});
+
+test('bench http replays an Azure trace file, re-timed to --rps', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'preble-trace-'));
+  const rows = Array.from({ length: 8 }, (_, i) => `2023-11-16 18:17:0${i}.0000000,${100 + i},3`);
+  const file = join(dir, 'azure.csv');
+  writeFileSync(file, `TIMESTAMP,ContextTokens,GeneratedTokens\n${rows.join('\n')}\n`);
+  const target = await engineUrl();
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+  // 8 rows one second apart, re-timed 10x faster so the test stays short.
+  const child = spawn(process.execPath, [
+    '--import',
+    'tsx',
+    main,
+    'bench',
+    'http',
+    '--url',
+    target,
+    '--model',
+    'mistral-7b-a6000',
+    '--workload',
+    `azure:${file}`,
+    '--rps',
+    '10',
+    '--json',
+  ]);
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  assert.equal(code, 0);
+  const r = JSON.parse(out) as { completed: number; rps: number };
+  assert.equal(r.completed, 8);
+  assert.equal(r.rps, 10);
 });
 
 test('bench http refuses a bad URL with one line', () => {
