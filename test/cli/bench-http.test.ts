@@ -7,7 +7,10 @@ const engine = createEngineServer({ timeScale: 1000 });
 after(() => engine.close(0));
 let listening: Promise<{ url: string }> | undefined;
 /** Start the engine once, whichever test asks first. */
-const engineUrl = async () => (await (listening ??= engine.listen(0, '127.0.0.1'))).url;
+async function engineUrl(): Promise<string> {
+  if (listening === undefined) listening = engine.listen(0, '127.0.0.1');
+  return (await listening).url;
+}
 
 test('bench http loads an OpenAI-compatible server and reports percentiles and the hit rate', async () => {
   const url = await engineUrl();
