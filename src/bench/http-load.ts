@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
+import { SseSplitter } from '../text/sse.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 
 export interface HttpLoadOptions {
@@ -74,18 +75,10 @@ async function send(
   });
   let ttft = -1;
   let usage: Usage | undefined;
-  let buffer = '';
+  const events = new SseSplitter();
   for await (const chunk of res.body) {
     if (ttft < 0) ttft = elapsed() - sent;
-    buffer += chunk.toString('utf8');
-    let end = buffer.indexOf('\n\n');
-    while (end >= 0) {
-      const data = buffer
-        .slice(0, end)
-        .replace(/^data: /, '')
-        .trim();
-      buffer = buffer.slice(end + 2);
-      end = buffer.indexOf('\n\n');
+    for (const { data } of events.push(chunk)) {
       if (data.includes('"usage":{')) usage = (JSON.parse(data) as { usage: Usage }).usage;
     }
   }

@@ -3,6 +3,7 @@ import { NoInstanceAvailableError } from '../core/cluster-view.ts';
 import type { FinishCounts, GlobalPolicy, RouteDecision } from '../core/types.ts';
 import { encodeChars } from '../text/char-tokenizer.ts';
 import { renderChat } from '../text/chat-template.ts';
+import { SseSplitter } from '../text/sse.ts';
 import { sendError } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { ReplicaSet } from './replicas.ts';
@@ -118,15 +119,9 @@ export async function proxy(
     });
     let usage: Usage | undefined;
     let first = true;
-    let buffer = '';
+    const events = new SseSplitter();
     for await (const chunk of res.body) {
-      buffer += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
-      let end = buffer.indexOf('\n\n');
-      while (end >= 0) {
-        const event = buffer.slice(0, end + 2);
-        buffer = buffer.slice(end + 2);
-        end = buffer.indexOf('\n\n');
-        const data = event.startsWith('data: ') ? event.slice(6).trim() : '';
+      for (const { raw: event, data } of events.push(chunk)) {
         if (data !== '' && data !== '[DONE]' && data.includes('"usage"')) {
           const parsedEvent = JSON.parse(data) as { usage?: Usage | null; choices?: unknown[] };
           if (parsedEvent.usage) usage = parsedEvent.usage;
@@ -140,7 +135,7 @@ export async function proxy(
         if (!raw.write(event)) await new Promise((resolve) => raw.once('drain', resolve));
       }
     }
-    if (buffer.length > 0) raw.write(buffer);
+    if (events.rest.length > 0) raw.write(events.rest);
     settle(countsOf(usage, tokens.length), 'ok');
     raw.end();
   } catch (error) {

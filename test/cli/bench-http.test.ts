@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { createEngineServer } from '../../src/emulator/server.ts';
-import { runCli } from './run-cli.ts';
+import { runCli, runCliAsync } from './run-cli.ts';
 
 const engine = createEngineServer({ timeScale: 1000 });
 after(() => engine.close(0));
@@ -14,14 +14,12 @@ async function engineUrl(): Promise<string> {
 
 test('bench http loads an OpenAI-compatible server and reports percentiles and the hit rate', async () => {
   const url = await engineUrl();
-  // runCli is synchronous: the engine must answer from this process's event loop, so run it in a child.
-  const { spawn } = await import('node:child_process');
-  const { fileURLToPath } = await import('node:url');
-  const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-  const child = spawn(process.execPath, [
-    '--import',
-    'tsx',
-    main,
+  // Not runCli: the engine answers from this process, whose event loop must keep running.
+  const {
+    code,
+    stdout: out,
+    stderr,
+  } = await runCliAsync([
     'bench',
     'http',
     '--url',
@@ -34,12 +32,7 @@ test('bench http loads an OpenAI-compatible server and reports percentiles and t
     '50',
     '--json',
   ]);
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  assert.equal(code, 0);
+  assert.equal(code, 0, stderr);
   const r = JSON.parse(out) as { completed: number; latency: { p99: number }; cacheHitRate: number };
   assert.equal(r.completed, 20);
   assert.ok(r.latency.p99 > 0);
@@ -55,14 +48,12 @@ test('bench http replays an Azure trace file, re-timed to --rps', async () => {
   const file = join(dir, 'azure.csv');
   writeFileSync(file, `TIMESTAMP,ContextTokens,GeneratedTokens\n${rows.join('\n')}\n`);
   const target = await engineUrl();
-  const { spawn } = await import('node:child_process');
-  const { fileURLToPath } = await import('node:url');
-  const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-  // 8 rows one second apart, re-timed 10x faster so the test stays short.
-  const child = spawn(process.execPath, [
-    '--import',
-    'tsx',
-    main,
+  // Not runCli: the engine answers from this process, whose event loop must keep running.
+  const {
+    code,
+    stdout: out,
+    stderr,
+  } = await runCliAsync([
     'bench',
     'http',
     '--url',
@@ -75,12 +66,7 @@ test('bench http replays an Azure trace file, re-timed to --rps', async () => {
     '10',
     '--json',
   ]);
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  assert.equal(code, 0);
+  assert.equal(code, 0, stderr);
   const r = JSON.parse(out) as { completed: number; rps: number };
   assert.equal(r.completed, 8);
   assert.equal(r.rps, 10);

@@ -1,6 +1,6 @@
 import type { KvMemory } from './instance.ts';
 import { sumLine } from './series.ts';
-import { type BatchShape, type CostModel, singleRequestBatch } from './types.ts';
+import { type BatchShape, type CostModel, prefillByIteration } from './types.ts';
 
 /**
  * Seconds per iteration = max(floor, a + b * newTokens) + c * seqTokens + d * newTimesSeq: Preble's and
@@ -28,8 +28,7 @@ export function linearCostModel(name: string, coefficients: LinearCoefficients, 
     kvBytesPerToken: memory.kvBytesPerToken,
     kvCapacityTokens: memory.kvCapacityTokens,
     iterationTime,
-    prefillTime: (newTokens, cachedTokens) =>
-      newTokens <= 0 ? 0 : iterationTime(singleRequestBatch(newTokens, cachedTokens)),
+    prefillTime: prefillByIteration(iterationTime),
     // Step j (1-based) has new = 1 and seq = context + j, so its time is max(floor, a + b) + (c + d) * seq.
     decodeTime: (outputTokens, contextTokens) =>
       outputTokens <= 0

@@ -1,6 +1,6 @@
 import type { KvMemory } from './instance.ts';
 import { type Line, sumLine } from './series.ts';
-import { type BatchShape, type CostModel, singleRequestBatch } from './types.ts';
+import { type BatchShape, type CostModel, prefillByIteration } from './types.ts';
 
 /*
  * Preble's SGLang (FlashInfer) regression for Mistral-7B on one A6000, from WukLab/preble
@@ -92,8 +92,7 @@ export function prebleMistralA6000CostModel(memory: KvMemory): CostModel {
     kvBytesPerToken: memory.kvBytesPerToken,
     kvCapacityTokens: memory.kvCapacityTokens,
     iterationTime,
-    prefillTime: (newTokens, cachedTokens) =>
-      newTokens <= 0 ? 0 : iterationTime(singleRequestBatch(newTokens, cachedTokens)),
+    prefillTime: prefillByIteration(iterationTime),
     decodeTime,
   };
 }

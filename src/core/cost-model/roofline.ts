@@ -5,7 +5,7 @@ import {
   instanceKvMemory,
 } from './instance.ts';
 import { type Line, sumMaxOfLines } from './series.ts';
-import { type BatchShape, type GpuShape, type ModelShape, singleRequestBatch } from './types.ts';
+import { type BatchShape, type GpuShape, type ModelShape, prefillByIteration } from './types.ts';
 
 export interface RooflineOptions {
   readonly model: ModelShape;
@@ -94,8 +94,7 @@ export function rooflineCostModel(options: RooflineOptions): InstanceCostModel {
     kvBytesPerToken: memory.kvBytesPerToken,
     kvCapacityTokens: memory.kvCapacityTokens,
     iterationTime,
-    prefillTime: (newTokens, cachedTokens) =>
-      newTokens <= 0 ? 0 : iterationTime(singleRequestBatch(newTokens, cachedTokens)),
+    prefillTime: prefillByIteration(iterationTime),
     decodeTime: (outputTokens, contextTokens) =>
       outputTokens <= 0
         ? 0

@@ -51,6 +51,14 @@ export interface CostModel {
   readonly kvCapacityTokens: number;
 }
 
+/** PrefillTime as one iteration with the request alone in the batch (0 when nothing is new). */
+export function prefillByIteration(
+  iterationTime: (batch: BatchShape) => number,
+): (newTokens: number, cachedTokens: number) => number {
+  return (newTokens, cachedTokens) =>
+    newTokens <= 0 ? 0 : iterationTime(singleRequestBatch(newTokens, cachedTokens));
+}
+
 /** Batch shape of one request alone in a batch. */
 export function singleRequestBatch(newTokens: number, cachedTokens: number): BatchShape {
   const seq = cachedTokens + newTokens;
