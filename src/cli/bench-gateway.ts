@@ -1,8 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { startFakeUpstream } from '../bench/fake-upstream.ts';
 import { maxRate, openLoop } from '../bench/gateway-load.ts';
+import { startPreble } from '../bench/preble-process.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 
@@ -12,8 +11,6 @@ interface BenchGatewayFlags {
   concurrency: number;
   json?: boolean;
 }
-
-const main = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 export function registerBenchGateway(bench: Command): void {
   bench
@@ -37,27 +34,9 @@ export function registerBenchGateway(bench: Command): void {
     .action((flags: BenchGatewayFlags) => benchGateway(flags));
 }
 
-/** Start `preble <args>` as a child and wait for its readiness line. */
-function startChild(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', main, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = out.match(/listening on (\S+)/);
-      if (m) resolve({ child, url: m[1]! });
-    });
-    child.once('exit', (code) =>
-      reject(new Error(`preble ${args[0]} exited with ${code} before it was ready`)),
-    );
-  });
-}
-
 async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
-  const upstream = await startChild(['bench', 'upstream', '--port', '0']);
-  const gateway = await startChild(['serve', '--port', '0', '--replica', upstream.url, '--policy', 'e2']);
+  const upstream = await startPreble(['bench', 'upstream', '--port', '0']);
+  const gateway = await startPreble(['serve', '--port', '0', '--replica', upstream.url, '--policy', 'e2']);
   try {
     const rows = [];
     for (const stream of [false, true]) {
@@ -99,7 +78,7 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
       )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once)\n`,
     );
   } finally {
-    gateway.child.kill('SIGTERM');
-    upstream.child.kill('SIGTERM');
+    await gateway.stop();
+    await upstream.stop();
   }
 }

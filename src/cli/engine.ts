@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
+import { FAIL_STATUS_RANGE, HEALTH_STATUS_RANGE } from '../emulator/faults.ts';
 import { createEngineServer, DEFAULT_MODEL, DEFAULT_QUEUE_POLICY } from '../emulator/server.ts';
-import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
 
 interface EngineFlags {
   port: number;
@@ -12,12 +13,35 @@ interface EngineFlags {
   seed: number;
   bodyLimit: number;
   grace: number;
+  failRate: number;
+  failStatus: number;
+  hang?: boolean;
+  firstByteDelay: number;
+  stallAfter?: number;
+  healthStatus: number;
+  faultAdmin?: boolean;
 }
 
 function port(value: string): number {
   const n = nonNegativeInt(value);
   if (n > 65535) throw new InvalidArgumentError(`expected a port in 0..65535, got '${value}'`);
   return n;
+}
+
+function probability(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !(n >= 0 && n <= 1))
+    throw new InvalidArgumentError(`expected a probability in 0..1, got '${value}'`);
+  return n;
+}
+
+function statusIn([min, max]: readonly [number, number]): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected an HTTP status in ${min}..${max}, got '${value}'`);
+    return n;
+  };
 }
 
 export function registerEngine(program: Command): void {
@@ -34,9 +58,41 @@ export function registerEngine(program: Command): void {
       DEFAULT_QUEUE_POLICY,
     )
     .option('--time-scale <x>', 'engine seconds per wall-clock second (>1 runs faster)', positiveNumber, 1)
-    .option('--seed <s>', 'shifts the generated text', nonNegativeInt, 0)
+    .option('--seed <s>', 'shifts the generated text and seeds --fail-rate', nonNegativeInt, 0)
     .option('--body-limit <bytes>', 'largest request body', positiveInt, 4 * 1024 * 1024)
     .option('--grace <s>', 'seconds in-flight requests get to finish on SIGTERM', positiveNumber, 5)
+    // Fault injection, for reliability tests of a gateway in front of this replica. All off by default.
+    .option(
+      '--fail-rate <p>',
+      'fault: answer each generation request with --fail-status with probability p (seeded by --seed)',
+      probability,
+      0,
+    )
+    .option(
+      '--fail-status <code>',
+      'fault: the HTTP status --fail-rate answers with (400..599)',
+      statusIn(FAIL_STATUS_RANGE),
+      500,
+    )
+    .option('--hang', 'fault: accept generation requests and never answer them (until the client gives up)')
+    .option(
+      '--first-byte-delay <s>',
+      'fault: wall-clock seconds before a generation request is handled (slow first byte)',
+      nonNegativeNumber,
+      0,
+    )
+    .option(
+      '--stall-after <n>',
+      'fault: a stream goes idle, still open, after n content chunks',
+      nonNegativeInt,
+    )
+    .option(
+      '--health-status <code>',
+      'fault: the HTTP status /health answers with (200..599)',
+      statusIn(HEALTH_STATUS_RANGE),
+      200,
+    )
+    .option('--fault-admin', 'serve POST /_preble/faults to change the faults at run time (tests only)')
     .action((flags: EngineFlags) => runEngine(flags));
 }
 
@@ -48,6 +104,15 @@ async function runEngine(flags: EngineFlags): Promise<void> {
     timeScale: flags.timeScale,
     seed: flags.seed,
     bodyLimit: flags.bodyLimit,
+    faults: {
+      failRate: flags.failRate,
+      failStatus: flags.failStatus,
+      hang: flags.hang === true,
+      firstByteDelay: flags.firstByteDelay,
+      stallAfter: flags.stallAfter ?? null,
+      healthStatus: flags.healthStatus,
+    },
+    faultAdmin: flags.faultAdmin === true,
   });
   const { url } = await server.listen(flags.port, flags.host);
   process.stdout.write(`listening on ${url}\n`);

@@ -5,9 +5,11 @@ import { registerBenchHttp } from './bench-http.ts';
 import { registerBenchMemory } from './bench-memory.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
+import { registerBenchSoak } from './bench-soak.ts';
 import { registerDemo } from './demo.ts';
 import { registerEngine } from './engine.ts';
 import { registerExperiment } from './experiment.ts';
+import { registerReplicas } from './replicas.ts';
 import { registerServe } from './serve.ts';
 import { registerSim } from './sim.ts';
 
@@ -27,11 +29,13 @@ function buildProgram(): Command {
   registerBenchSim(bench);
   registerBenchHttp(bench);
   registerBenchGateway(bench);
+  registerBenchSoak(bench);
   registerSim(program);
   registerExperiment(program);
   registerServe(program);
   registerEngine(program);
   registerDemo(program);
+  registerReplicas(program);
   return program;
 }
 

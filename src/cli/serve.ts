@@ -1,72 +1,177 @@
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { createGlobalPolicy } from '../core/policies/registry.ts';
+import {
+  type GatewayConfig,
+  normalizeReplicas,
+  parseGatewayConfig,
+  readConfigFile,
+  resolveSecret,
+} from '../gateway/config.ts';
 import { createGateway } from '../gateway/server.ts';
+import { loadLocalTokenizer } from '../text/tokenizer-mode.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
 
+/** Flags override the config file; none has a default here, so the schema's defaults apply once. */
 interface ServeFlags {
-  port: number;
-  host: string;
+  config?: string;
+  port?: number;
+  host?: string;
   replica: string[];
-  policy: string;
-  costModel: string;
+  dialect?: string;
+  policy?: string;
+  costModel?: string;
   kvTokens?: number;
   model?: string;
-  seed: number;
-  poll: number;
+  seed?: number;
+  poll?: number;
+  tokenizer?: string;
+  maxConcurrent?: number;
+  maxQueue?: number;
+  adminKeyEnv?: string;
+  drain?: number;
+  logLevel?: string;
+  logBodies?: boolean;
+  processMetrics?: boolean;
 }
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('OpenAI-compatible gateway that routes each request to a replica with a global policy')
-    .requiredOption('--port <n>', 'port to listen on (0: any free port)', nonNegativeInt)
-    .option('--host <h>', 'address to bind', '127.0.0.1')
-    .requiredOption(
+    .option('--config <file>', 'YAML config (see docs/gateway.md); flags override its values')
+    .option('--port <n>', 'port to listen on (0: any free port)', nonNegativeInt)
+    .option('--host <h>', 'address to bind (default 127.0.0.1)')
+    .option(
       '--replica <url>',
-      'a replica base URL (repeat the flag for each)',
+      "a replica base URL (repeat the flag for each; added to the config file's)",
       (v: string, all: string[]) => [...all, v],
       [],
     )
-    .option('--policy <name>', 'global policy', 'e2')
-    .option(
-      '--cost-model <preset>',
-      "cost-model preset of the replicas' hardware (for e2)",
-      'mistral-7b-a6000',
-    )
+    .option('--dialect <name>', 'dialect of the --replica replicas: preble, vllm, sglang, llamacpp')
+    .option('--policy <name>', 'global policy (default e2)')
+    .option('--cost-model <preset>', "cost-model preset of the replicas' hardware (default mistral-7b-a6000)")
     .option('--kv-tokens <n>', "replicas' KV capacity in tokens (default: the preset's)", positiveInt)
     .option('--model <name>', 'the model name clients must ask for (default: any)')
-    .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option('--seed <s>', 'random seed', nonNegativeInt)
     .option(
       '--poll <seconds>',
-      "seconds between polls of the replicas' /metrics for load signals (0: off)",
+      "seconds between polls of the replicas' /metrics (0: off; default 0.5)",
       nonNegativeNumber,
-      0.5,
     )
+    .option(
+      '--tokenizer <mode>',
+      "chars (default), backend (the replicas' /tokenize) or hf:PATH (a tokenizer.json)",
+    )
+    .option('--max-concurrent <n>', 'requests forwarded at once (default: no limit)', positiveInt)
+    .option(
+      '--max-queue <n>',
+      'requests that may wait for admission before 429s (default 1024)',
+      nonNegativeInt,
+    )
+    .option('--admin-key-env <var>', 'environment variable holding the admin key (turns the admin API on)')
+    .option(
+      '--drain <seconds>',
+      'seconds in-flight requests get to finish on SIGTERM (default 30)',
+      nonNegativeNumber,
+    )
+    .option('--log-level <level>', 'silent, error, warn (default), info or debug')
+    .option('--log-bodies', 'log prompts at debug level (they may hold personal data)')
+    .option('--process-metrics', "add Node's process metrics (heap, CPU, event loop) to /metrics")
     .action((flags: ServeFlags) => serve(flags));
 }
 
+/** The config file with the flags laid over it, validated as one (errors name the field). */
+export function serveConfig(flags: ServeFlags): GatewayConfig {
+  const raw: Record<string, unknown> = flags.config === undefined ? {} : readConfigFile(flags.config);
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined) raw[key] = value;
+  };
+  const section = (key: string) => {
+    const value = raw[key];
+    const object = typeof value === 'object' && value !== null ? { ...(value as object) } : {};
+    raw[key] = object;
+    return object as Record<string, unknown>;
+  };
+  set('port', flags.port);
+  set('host', flags.host);
+  set('policy', flags.policy);
+  set('costModel', flags.costModel);
+  set('kvTokens', flags.kvTokens);
+  set('model', flags.model);
+  set('seed', flags.seed);
+  set('pollSeconds', flags.poll);
+  set('tokenizer', flags.tokenizer);
+  set('logLevel', flags.logLevel);
+  set('logBodies', flags.logBodies);
+  if (flags.replica.length > 0) {
+    const fromFile = Array.isArray(raw['replicas']) ? (raw['replicas'] as unknown[]) : [];
+    const fromFlags = flags.replica.map((url) =>
+      flags.dialect === undefined ? url : { url, dialect: flags.dialect },
+    );
+    raw['replicas'] = [...fromFile, ...fromFlags];
+  }
+  if (flags.maxConcurrent !== undefined) section('limits')['maxConcurrent'] = flags.maxConcurrent;
+  if (flags.maxQueue !== undefined) section('limits')['maxQueue'] = flags.maxQueue;
+  if (flags.adminKeyEnv !== undefined) section('auth')['adminKeyEnv'] = flags.adminKeyEnv;
+  if (flags.drain !== undefined) section('shutdown')['drainSeconds'] = flags.drain;
+  if (raw['port'] === undefined) throw new Error('--port: give a port (or port: in the config file)');
+  const config = parseGatewayConfig(raw, flags.config ?? 'flags');
+  if (config.replicas.length === 0)
+    throw new Error('replicas: give at least one (--replica URL, or replicas: in the config file)');
+  return config;
+}
+
 async function serve(flags: ServeFlags): Promise<void> {
-  if (flags.replica.length === 0) throw new Error('--replica: give at least one replica URL');
+  const config = serveConfig(flags);
   const costModel = costModelPreset(
-    flags.costModel,
-    flags.kvTokens === undefined ? {} : { kvCapacityTokens: flags.kvTokens },
+    config.costModel,
+    config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },
+  );
+  const policy = createGlobalPolicy(config.policy, { costModel, seed: config.seed });
+  const tokenizer = (await loadLocalTokenizer(config.tokenizer)) ?? 'backend';
+  const keys = config.auth.keys.map((k, i) => ({
+    name: k.name,
+    key: resolveSecret(k.key, k.keyEnv, `auth.keys.${i}.keyEnv`, process.env)!,
+    ratePerSecond: k.ratePerSecond,
+    burst: k.burst,
+  }));
+  const adminKey = resolveSecret(
+    config.auth.adminKey,
+    config.auth.adminKeyEnv,
+    'auth.adminKeyEnv',
+    process.env,
   );
   const gateway = createGateway({
-    policy: createGlobalPolicy(flags.policy, { costModel, seed: flags.seed }),
-    replicas: flags.replica,
+    policy,
+    replicas: normalizeReplicas(config),
     replicaKvTokens: costModel.kvCapacityTokens,
-    pollSeconds: flags.poll,
-    ...(flags.model === undefined ? {} : { model: flags.model }),
+    tokenizer,
+    pollSeconds: config.pollSeconds,
+    tickSeconds: config.tickSeconds,
+    timeScale: config.timeScale,
+    limits: config.limits,
+    timeouts: config.timeouts,
+    retries: config.retries,
+    health: config.health,
+    breaker: config.breaker,
+    auth: { keys, adminKey },
+    drainSeconds: config.shutdown.drainSeconds,
+    logLevel: config.logLevel,
+    logBodies: config.logBodies,
+    processMetrics: flags.processMetrics === true,
+    ...(config.model === undefined ? {} : { model: config.model }),
   });
-  const url = await gateway.listen(flags.port, flags.host);
+  const url = await gateway.listen(config.port, config.host);
   process.stdout.write(`listening on ${url}\n`);
-  const stop = () => {
-    gateway.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      process.stderr.write(`preble serve: ${signal}, draining (up to ${config.shutdown.drainSeconds} s)\n`);
+      gateway.close().then(resolve, resolve);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
 }

@@ -72,6 +72,29 @@ export class ClusterView {
     this.refreshActive();
   }
 
+  /**
+   * Run `fn` with `ids` closed to new requests exactly as draining ones are (every policy already
+   * honours draining), then reopen the ones this call closed.
+   */
+  withAvoided<T>(ids: readonly InstanceId[], fn: () => T): T {
+    const closed: InstanceState[] = [];
+    for (const id of ids) {
+      const s = this.state(id);
+      if (s !== undefined && !s.draining) {
+        s.draining = true;
+        closed.push(s);
+      }
+    }
+    if (closed.length === 0) return fn();
+    this.refreshActive();
+    try {
+      return fn();
+    } finally {
+      for (const s of closed) s.draining = false;
+      this.refreshActive();
+    }
+  }
+
   has(id: InstanceId): boolean {
     return this.states[id]?.removed === false;
   }

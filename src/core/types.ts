@@ -19,6 +19,11 @@ export interface RouteRequest {
   readonly outputLenHint?: number;
   readonly tenant?: string;
   readonly sessionId?: string;
+  /**
+   * Instances this request must not go to (a retry after they failed it). They are treated as
+   * draining for this decision only; if nothing else is left, `route` throws NoInstanceAvailableError.
+   */
+  readonly avoid?: readonly InstanceId[];
 }
 
 /** Why a policy chose an instance. */

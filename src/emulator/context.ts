@@ -1,4 +1,5 @@
 import type { WallClockDriver } from './driver.ts';
+import type { Faults } from './faults.ts';
 
 /** What every route needs. */
 export interface ServerContext {
@@ -7,5 +8,7 @@ export interface ServerContext {
   readonly model: string;
   /** Offset into the generated filler text (from --seed). */
   readonly textOffset: number;
+  /** Injected misbehaviours (off unless asked for). */
+  readonly faults: Faults;
   nextId(prefix: string): string;
 }

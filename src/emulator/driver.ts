@@ -12,6 +12,31 @@ export interface RequestListener {
   onFinish?(finish: EngineFinish): void;
 }
 
+/** A finished request's timings in engine seconds (vLLM's breakdown) and sizes. */
+export interface FinishedTimings {
+  /** Submission to finish. */
+  readonly e2e: number;
+  /** Submission to first admission. */
+  readonly queue: number;
+  /** First admission to first token. */
+  readonly prefill: number;
+  /** First token to last token. */
+  readonly decode: number;
+  readonly promptTokens: number;
+  readonly generationTokens: number;
+}
+
+/** Hears every request's timing points as they happen (metrics); all times in engine seconds. */
+export interface RequestObserver {
+  /** A request's first token, `seconds` after its submission. */
+  firstToken(seconds: number): void;
+  /** A later token, `seconds` after the request's previous one. */
+  nextToken(seconds: number): void;
+  finished(timings: FinishedTimings): void;
+  /** A request dropped before finishing (client gone, shutdown). */
+  aborted(): void;
+}
+
 export interface DriverOptions {
   /** Engine seconds per wall-clock second: 1000 runs the emulation 1000 times faster. Default 1. */
   readonly timeScale?: number;
@@ -19,11 +44,18 @@ export interface DriverOptions {
   readonly clock?: () => number;
   /** Timer (tests may inject one). Default: setTimeout. */
   readonly schedule?: (callback: () => void, delayMs: number) => { cancel(): void };
+  /** Told of first tokens, tokens and finishes (metrics). */
+  readonly observer?: RequestObserver;
 }
 
 interface Pending {
   readonly listener: RequestListener;
   delivered: number;
+  /** Engine times: submission, first admission, first token, latest token (-1 until they happen). */
+  readonly submittedAt: number;
+  startedAt: number;
+  firstTokenAt: number;
+  lastTokenAt: number;
 }
 
 function defaultSchedule(callback: () => void, delayMs: number): { cancel(): void } {
@@ -42,6 +74,7 @@ export class WallClockDriver {
   private readonly clock: () => number;
   private readonly schedule: (callback: () => void, delayMs: number) => { cancel(): void };
   private readonly epoch: number;
+  private readonly observer: RequestObserver | undefined;
   private readonly pending = new Map<string, Pending>();
   private timer: { cancel(): void } | undefined;
   private engineNow = 0;
@@ -56,6 +89,7 @@ export class WallClockDriver {
     this.timeScale = timeScale;
     this.clock = options.clock ?? (() => performance.now() / 1000);
     this.schedule = options.schedule ?? defaultSchedule;
+    this.observer = options.observer;
     this.epoch = this.clock();
   }
 
@@ -74,8 +108,16 @@ export class WallClockDriver {
   /** Enqueue a request; throws (engine's message) when the engine refuses it. */
   submit(id: string, tokens: Tokens, outputTokens: number, listener: RequestListener): void {
     if (this.closed) throw new Error('driver: closed');
-    this.engine.submit({ id, tokens, outputTokens }, this.now());
-    this.pending.set(id, { listener, delivered: 0 });
+    const now = this.now();
+    this.engine.submit({ id, tokens, outputTokens }, now);
+    this.pending.set(id, {
+      listener,
+      delivered: 0,
+      submittedAt: now,
+      startedAt: -1,
+      firstTokenAt: -1,
+      lastTokenAt: -1,
+    });
     if (this.timer === undefined) this.runIteration();
   }
 
@@ -83,6 +125,7 @@ export class WallClockDriver {
   abort(id: string): boolean {
     const had = this.pending.delete(id);
     const aborted = this.engine.abort(id);
+    if (had) this.observer?.aborted();
     return had || aborted;
   }
 
@@ -96,36 +139,69 @@ export class WallClockDriver {
 
   private runIteration(): void {
     if (this.closed || !this.engine.hasWork()) return;
-    const iteration = this.engine.step(this.now());
+    const start = this.now();
+    const iteration = this.engine.step(start);
     const end = this.engineNow + iteration.duration;
     const delayMs = (iteration.duration * 1000) / this.timeScale;
     this.timer = this.schedule(() => {
       this.timer = undefined;
       if (end > this.engineNow) this.engineNow = end;
-      this.deliver(iteration.events.started, iteration.events.finished);
+      this.deliver(iteration.events.started, iteration.events.finished, start, end);
       this.runIteration();
     }, delayMs);
   }
 
+  /** Hand an iteration's events (which happened at `end`; it began at `start`) to the listeners. */
   private deliver(
     started: readonly { id: string; cachedTokens: number }[],
     finished: readonly EngineFinish[],
+    start: number,
+    end: number,
   ): void {
-    for (const s of started) this.pending.get(s.id)?.listener.onStart?.(s.cachedTokens);
+    for (const s of started) {
+      const p = this.pending.get(s.id);
+      if (p === undefined) continue;
+      // Queueing ended when the iteration that admitted it began.
+      p.startedAt = start;
+      p.listener.onStart?.(s.cachedTokens);
+    }
     const done = new Map<string, EngineFinish>();
     for (const f of finished) done.set(f.id, f);
+    const observer = this.observer;
     for (const [id, p] of this.pending) {
       const finish = done.get(id);
       const generated =
         finish !== undefined ? finish.outputTokens : (this.engine.request(id)?.generated ?? 0);
       while (p.delivered < generated && this.pending.has(id)) {
         const index = p.delivered++;
+        if (index === 0) {
+          p.firstTokenAt = end;
+          observer?.firstToken(end - p.submittedAt);
+        } else {
+          observer?.nextToken(end - p.lastTokenAt);
+        }
+        p.lastTokenAt = end;
         p.listener.onToken?.(index);
       }
       if (finish !== undefined && this.pending.has(id)) {
         this.pending.delete(id);
+        // Observed before the listener answers, so a client that got its answer sees it in /metrics.
+        observer?.finished(timingsOf(p, finish, end));
         p.listener.onFinish?.(finish);
       }
     }
   }
+}
+
+function timingsOf(p: Pending, finish: EngineFinish, end: number): FinishedTimings {
+  const startedAt = p.startedAt >= 0 ? p.startedAt : p.submittedAt;
+  const firstTokenAt = p.firstTokenAt >= 0 ? p.firstTokenAt : end;
+  return {
+    e2e: end - p.submittedAt,
+    queue: startedAt - p.submittedAt,
+    prefill: firstTokenAt - startedAt,
+    decode: end - firstTokenAt,
+    promptTokens: finish.promptTokens,
+    generationTokens: finish.outputTokens,
+  };
 }

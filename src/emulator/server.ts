@@ -7,9 +7,12 @@ import { Engine } from '../engine/engine.ts';
 import type { ServerContext } from './context.ts';
 import { type DriverOptions, WallClockDriver } from './driver.ts';
 import { errorBody, HttpError } from './errors.ts';
+import { type FaultSettings, Faults, faultHooks } from './faults.ts';
 import { engineMetrics } from './metrics.ts';
+import { requestMetrics } from './request-metrics.ts';
 import { chatRoute } from './routes/chat.ts';
 import { completionsRoute } from './routes/completions.ts';
+import { faultAdminRoutes } from './routes/faults-admin.ts';
 import { infoRoutes } from './routes/info.ts';
 import { FILLER } from './text.ts';
 
@@ -26,8 +29,12 @@ export interface EngineServerOptions {
   readonly queuePolicy?: string;
   /** Engine seconds per wall second (see WallClockDriver). Default 1. */
   readonly timeScale?: number;
-  /** Shifts the generated text. Default 0. */
+  /** Shifts the generated text and seeds the fault draws. Default 0. */
   readonly seed?: number;
+  /** Injected misbehaviours, all off by default (see Faults). */
+  readonly faults?: Partial<FaultSettings>;
+  /** Register POST /_preble/faults to change the faults at run time (tests only). */
+  readonly faultAdmin?: boolean;
   /** Largest request body in bytes. Default 4 MiB. */
   readonly bodyLimit?: number;
   /** Test hooks for the driver's clock and timer. */
@@ -40,6 +47,7 @@ export interface EngineServer {
   readonly driver: WallClockDriver;
   readonly registry: Registry;
   readonly model: string;
+  readonly faults: Faults;
   /** Start listening; resolves to the bound address (port 0 picks a free one). */
   listen(port: number, host?: string): Promise<{ host: string; port: number; url: string }>;
   /** Stop accepting, wait for in-flight requests up to `graceMs`, then drop what is left. */
@@ -52,21 +60,25 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
   const queuePolicy = options.queuePolicy ?? DEFAULT_QUEUE_POLICY;
   if (!isQueuePolicyName(queuePolicy))
     throw new Error(`unknown queue policy '${queuePolicy}'; valid: ${queuePolicyNames.join(', ')}`);
+  const seed = Math.abs(Math.trunc(options.seed ?? 0));
+  const faults = new Faults(options.faults, seed);
   const costModel = costModelPreset(model, { kvCapacityTokens: options.kvTokens });
   const engine = new Engine({ costModel, queuePolicy });
+  const registry = engineMetrics(engine, model);
   const driver = new WallClockDriver(engine, {
     timeScale: options.timeScale,
     clock: options.clock,
     schedule: options.schedule,
+    observer: requestMetrics(registry, model, engine.kvCapacityTokens),
   });
   let counter = 0;
   const ctx: ServerContext = {
     driver,
     model,
-    textOffset: Math.abs(Math.trunc(options.seed ?? 0)) % FILLER.length,
+    textOffset: seed % FILLER.length,
+    faults,
     nextId: (prefix) => `${prefix}-${(++counter).toString(36)}`,
   };
-  const registry = engineMetrics(engine, model);
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT });
 
   app.setErrorHandler((error: FastifyError | HttpError, _request, reply) => {
@@ -96,15 +108,26 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
       ),
   );
 
-  completionsRoute(app, ctx);
-  chatRoute(app, ctx);
+  // The generation routes get their own context, so the fault hooks run for them alone.
+  app.register(async (generation) => {
+    faultHooks(generation, faults);
+    completionsRoute(generation, ctx);
+    chatRoute(generation, ctx);
+  });
   infoRoutes(app, ctx, registry);
+  if (options.faultAdmin === true) faultAdminRoutes(app, faults);
+  // Hung and stalled requests never end by themselves: close them instead of waiting out the grace.
+  app.addHook('preClose', (done) => {
+    faults.releaseHeld();
+    done();
+  });
 
   return {
     app,
     driver,
     registry,
     model,
+    faults,
     async listen(port, host = '127.0.0.1') {
       await app.listen({ port, host });
       const address = app.server.address();

@@ -39,6 +39,40 @@ export class GatewayMetrics {
     labelNames: ['replica'] as const,
     registers: [this.registry],
   });
+  readonly attempts = new Counter({
+    name: 'preble_upstream_attempts_total',
+    help: 'Upstream attempts by replica and outcome (ok, client_error, replica_error, timeout, client_closed)',
+    labelNames: ['replica', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'preble_retries_total',
+    help: 'Requests sent again to another replica after a replica fault, before anything reached the client',
+    registers: [this.registry],
+  });
+  readonly refused = new Counter({
+    name: 'preble_refused_total',
+    help: 'Requests the gateway answered itself with an error, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly replicaUp = new Gauge({
+    name: 'preble_replica_up',
+    help: '1 while the replica is in the routing view (healthy, breaker not open), else 0',
+    labelNames: ['replica'] as const,
+    registers: [this.registry],
+  });
+  readonly breakerOpens = new Counter({
+    name: 'preble_breaker_open_total',
+    help: 'Times a replica left the routing view (breaker opened or health checks failed)',
+    labelNames: ['replica'] as const,
+    registers: [this.registry],
+  });
+  readonly queued = new Gauge({
+    name: 'preble_admission_queued_requests',
+    help: 'Requests waiting for admission',
+    registers: [this.registry],
+  });
   readonly promptTokens = new Counter({
     name: 'preble_replica_prompt_tokens_total',
     help: 'Prompt tokens replicas reported',

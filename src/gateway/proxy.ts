@@ -1,33 +1,43 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NoInstanceAvailableError } from '../core/cluster-view.ts';
-import type { FinishCounts, GlobalPolicy, RouteDecision } from '../core/types.ts';
-import { encodeChars } from '../text/char-tokenizer.ts';
-import { renderChat } from '../text/chat-template.ts';
-import { SseSplitter } from '../text/sse.ts';
+import type { RouteDecision, Tokens } from '../core/types.ts';
+import type { PromptInput, PromptTokenizer } from '../text/prompt-tokenizer.ts';
+import { type Admission, AdmissionRefused, type Release } from './admission.ts';
 import { sendError } from './errors.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { ReplicaSet } from './replicas.ts';
-import { type CompletionBody, parseCompletionBody } from './validate.ts';
+import { type AttemptOutcome, type ForwardContext, forward, type RouteKind } from './forward.ts';
+import { parseCompletionBody } from './validate.ts';
 
-export type RouteKind = 'completions' | 'chat';
-
-export interface ProxyContext {
-  readonly policy: GlobalPolicy;
-  readonly replicas: ReplicaSet;
-  readonly metrics: GatewayMetrics;
-  /** Seconds on a monotonic clock. */
-  readonly now: () => number;
+export interface ProxyLimits {
+  readonly maxTokens: number;
+  readonly promptTokens: number;
 }
 
-interface Usage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number } | null;
+export interface ProxyContext extends ForwardContext {
+  readonly tokenizer: PromptTokenizer;
+  readonly admission: Admission;
+  readonly limits: ProxyLimits;
+  readonly retries: { readonly attempts: number; readonly backoffSeconds: number };
+  /** Aborts every request when the gateway's drain deadline passes. */
+  readonly shutdown: AbortSignal;
+  /** Logs prompts at debug level; off unless configured (prompts may hold personal data). */
+  readonly logBodies: boolean;
+}
+
+/** The client went away: stop its upstream work, say nothing. */
+export class ClientClosed extends Error {
+  constructor() {
+    super('client closed the connection');
+  }
 }
 
 let sequence = 0;
 
-/** Route one OpenAI request with the policy and forward it to the chosen replica. */
+/**
+ * One OpenAI request through the gateway: validate, admit (or 429), tokenize, route with the
+ * policy, forward, and retry on another replica while nothing has reached the client. Every path
+ * answers the client exactly once (unless it left) and gives back its admission slot.
+ */
 export async function proxy(
   kind: RouteKind,
   request: FastifyRequest,
@@ -35,127 +45,184 @@ export async function proxy(
   ctx: ProxyContext,
 ) {
   const parsed = parseCompletionBody(kind, request.body);
-  if (!parsed.ok) return sendError(reply, 400, parsed.message, 'invalid_request_error', null, parsed.param);
+  if (!parsed.ok) return refuse(reply, ctx, 400, parsed.message, 'bad_request', null, parsed.param);
   const body = parsed.body;
-  // Route on the prompt the engine will cache: the whole rendered chat, never the first message alone.
-  const text = kind === 'chat' ? renderChat(body.messages ?? []) : (body.prompt ?? '');
-  const tokens = encodeChars(text);
-  const id = `gw-${++sequence}`;
-  const arrival = ctx.now();
-  let decision: RouteDecision;
-  try {
-    decision = ctx.policy.route(
-      { id, tokens, arrival, ...(body.max_tokens === undefined ? {} : { outputLenHint: body.max_tokens }) },
-      arrival,
+  if (body.max_tokens !== undefined && body.max_tokens > ctx.limits.maxTokens)
+    return refuse(
+      reply,
+      ctx,
+      400,
+      `max_tokens: at most ${ctx.limits.maxTokens}, got ${body.max_tokens}`,
+      'bad_request',
+      null,
+      'max_tokens',
     );
-  } catch (error) {
-    if (error instanceof NoInstanceAvailableError) {
-      return sendError(reply, 503, 'no replica is available', 'service_unavailable', 'no_replica');
-    }
-    throw error;
-  }
-  const replica = ctx.replicas.get(decision.instance)!;
-  const label = String(replica.id);
-  ctx.metrics.inflight.inc({ replica: label });
-  ctx.metrics.matchRate.observe(tokens.length > 0 ? decision.matchedTokens / tokens.length : 0);
-  let settled = false;
-  const settle = (counts: FinishCounts | undefined, outcome: string) => {
-    if (settled) return;
-    settled = true;
-    ctx.metrics.inflight.dec({ replica: label });
-    ctx.metrics.requests.inc({ route: kind, branch: decision.branch, outcome });
-    if (counts === undefined) {
-      ctx.policy.requestFailed(id, ctx.now());
-      return;
-    }
-    ctx.policy.requestFinished(id, ctx.now(), counts);
-    ctx.metrics.latency.observe(ctx.now() - arrival);
-    ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
-    ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);
+  const cancel = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) cancel.abort(new ClientClosed());
   };
-  const abort = new AbortController();
-  reply.raw.on('close', () => {
-    // The client went away before the answer was complete: stop the upstream work, release the count.
-    if (!settled) {
-      abort.abort();
-      settle(undefined, 'client_closed');
-    }
-  });
-  reply.header('x-preble-replica', replica.url);
-  reply.header('x-preble-branch', decision.branch);
-  const stream = body.stream === true;
-  const clientWantsUsage = body.stream_options?.include_usage === true;
-  // The gateway always asks for usage in streams: the replica's counts are the policy's feedback.
-  const upstreamBody = stream
-    ? { ...body, stream_options: { ...body.stream_options, include_usage: true } }
-    : body;
+  reply.raw.on('close', onClose);
+  const onShutdown = () => cancel.abort(ctx.shutdown.reason);
+  ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+  let release: Release | undefined;
   try {
-    const res = await replica.pool.request({
-      path: kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(upstreamBody),
-      signal: abort.signal,
-    });
-    if (res.statusCode >= 400) {
-      const text = await res.body.text();
-      settle(undefined, `upstream_${res.statusCode}`);
-      return reply.code(res.statusCode).type('application/json').send(text);
+    ctx.metrics.queued.set(ctx.admission.queued + 1);
+    try {
+      release = await ctx.admission.acquire(cancel.signal);
+    } catch (error) {
+      if (error instanceof AdmissionRefused) {
+        reply.header('retry-after', String(error.retryAfterSeconds));
+        return refuse(reply, ctx, 429, error.message, error.reason, 'rate_limit_exceeded');
+      }
+      return cancelled(reply, ctx, cancel.signal);
+    } finally {
+      ctx.metrics.queued.set(ctx.admission.queued);
     }
-    if (!stream) {
-      const json = (await res.body.json()) as { usage?: Usage };
-      settle(countsOf(json.usage, tokens.length), 'ok');
-      return reply.send(json);
+    const input: PromptInput =
+      kind === 'chat' ? { kind, messages: body.messages ?? [] } : { kind, prompt: body.prompt ?? '' };
+    let tokens: Tokens;
+    try {
+      tokens = await ctx.tokenizer.tokenize(input);
+    } catch (error) {
+      const message = `tokenizer '${ctx.tokenizer.name}' failed: ${error instanceof Error ? error.message : String(error)}`;
+      return refuse(
+        reply,
+        ctx,
+        503,
+        message,
+        'tokenizer_unavailable',
+        'service_unavailable',
+        null,
+        'server_error',
+      );
     }
-    ctx.policy.requestStarted(id, ctx.now());
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-preble-replica': replica.url,
-      'x-preble-branch': decision.branch,
-    });
-    let usage: Usage | undefined;
-    let first = true;
-    const events = new SseSplitter();
-    for await (const chunk of res.body) {
-      for (const { raw: event, data } of events.push(chunk)) {
-        if (data !== '' && data !== '[DONE]' && data.includes('"usage"')) {
-          const parsedEvent = JSON.parse(data) as { usage?: Usage | null; choices?: unknown[] };
-          if (parsedEvent.usage) usage = parsedEvent.usage;
-          if (!clientWantsUsage && parsedEvent.choices?.length === 0) continue; // the usage-only chunk they did not ask for
-        }
-        if (first && data !== '' && data !== '[DONE]') {
-          first = false;
-          ctx.policy.requestFirstToken(id, ctx.now());
-          ctx.metrics.ttft.observe(ctx.now() - arrival);
-        }
-        if (!raw.write(event)) await new Promise((resolve) => raw.once('drain', resolve));
+    if (tokens.length > ctx.limits.promptTokens)
+      return refuse(
+        reply,
+        ctx,
+        400,
+        `the prompt is ${tokens.length} tokens; the limit is ${ctx.limits.promptTokens}`,
+        'prompt_too_long',
+        'context_length_exceeded',
+        kind === 'chat' ? 'messages' : 'prompt',
+      );
+    if (ctx.logBodies) request.log.debug({ prompt: input }, 'prompt');
+    return await attempts(kind, body, tokens, request, reply, ctx, cancel.signal);
+  } finally {
+    release?.();
+    reply.raw.off('close', onClose);
+    ctx.shutdown.removeEventListener('abort', onShutdown);
+  }
+}
+
+async function attempts(
+  kind: RouteKind,
+  body: Parameters<typeof forward>[0]['body'],
+  tokens: Tokens,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: ProxyContext,
+  cancel: AbortSignal,
+) {
+  const base = `gw-${++sequence}`;
+  const arrival = ctx.now();
+  const avoid: number[] = [];
+  let last: Extract<AttemptOutcome, { kind: 'retryable' }> | undefined;
+  for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {
+    if (attempt > 0) {
+      ctx.metrics.retries.inc();
+      try {
+        await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, { signal: cancel });
+      } catch {
+        return cancelled(reply, ctx, cancel);
       }
     }
-    if (events.rest.length > 0) raw.write(events.rest);
-    settle(countsOf(usage, tokens.length), 'ok');
-    raw.end();
-  } catch (error) {
-    if (settled) return; // the client closed first; nothing more to say
-    settle(undefined, 'upstream_error');
-    const message = `replica ${replica.url} failed: ${error instanceof Error ? error.message : String(error)}`;
-    if (!reply.raw.headersSent) return sendError(reply, 502, message, 'upstream_error', 'replica_failed');
-    // Streaming had begun: end the stream with an error event and a clean close, never a hang.
-    reply.raw.write(`data: ${JSON.stringify({ error: { message, type: 'upstream_error' } })}\n\n`);
-    reply.raw.end();
+    const id = attempt === 0 ? base : `${base}.${attempt}`;
+    let decision: RouteDecision;
+    try {
+      decision = ctx.policy.route(
+        {
+          id,
+          tokens,
+          arrival,
+          avoid,
+          ...(body.max_tokens === undefined ? {} : { outputLenHint: body.max_tokens }),
+        },
+        ctx.now(),
+      );
+    } catch (error) {
+      if (!(error instanceof NoInstanceAvailableError)) throw error;
+      break;
+    }
+    const replica = ctx.replicas.get(decision.instance)!;
+    if (attempt === 0)
+      ctx.metrics.matchRate.observe(tokens.length > 0 ? decision.matchedTokens / tokens.length : 0);
+    const outcome = await forward(
+      { kind, id, body, promptTokens: tokens.length, arrival, decision, replica, cancel },
+      reply,
+      ctx,
+    );
+    if (outcome.kind === 'cancelled') return cancelled(reply, ctx, cancel);
+    if (outcome.kind === 'answered') {
+      ctx.metrics.requests.inc({
+        route: kind,
+        branch: decision.branch,
+        outcome: outcome.ok ? 'ok' : 'error',
+      });
+      request.log.info(
+        { replica: replica.url, branch: decision.branch, attempts: attempt + 1, ok: outcome.ok },
+        'routed',
+      );
+      return reply;
+    }
+    last = outcome;
+    avoid.push(decision.instance);
   }
+  if (last === undefined)
+    return refuse(
+      reply,
+      ctx,
+      503,
+      'no replica is available',
+      'no_replica',
+      'no_replica',
+      null,
+      'service_unavailable',
+    );
+  return refuse(reply, ctx, last.status, last.message, 'replica_failed', last.code, null, 'upstream_error');
 }
 
-/** Finish counts from a replica's usage (prompt in the replica's tokens; the policy uses only the share). */
-function countsOf(usage: Usage | undefined, fallbackPrompt: number): FinishCounts {
-  return {
-    promptTokens: usage?.prompt_tokens ?? fallbackPrompt,
-    cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
-    outputTokens: usage?.completion_tokens ?? 0,
-  };
+/** The gateway answers an error itself, and counts it by reason. */
+function refuse(
+  reply: FastifyReply,
+  ctx: ProxyContext,
+  status: number,
+  message: string,
+  reason: string,
+  code: string | null = null,
+  param: string | null = null,
+  type = 'invalid_request_error',
+): FastifyReply {
+  ctx.metrics.refused.inc({ reason });
+  return sendError(reply, status, message, type, code, param);
 }
 
-export type { CompletionBody };
+/** The client left (nothing to send) or the gateway is shutting down (503 if nothing was sent yet). */
+function cancelled(reply: FastifyReply, ctx: ProxyContext, cancel: AbortSignal): FastifyReply {
+  if (cancel.reason instanceof ClientClosed) {
+    ctx.metrics.refused.inc({ reason: 'client_closed' });
+    if (!reply.sent) reply.hijack(); // nobody to answer: tell Fastify not to try
+    return reply;
+  }
+  if (reply.sent || reply.raw.headersSent) return reply;
+  return refuse(
+    reply,
+    ctx,
+    503,
+    'the gateway is shutting down',
+    'shutting_down',
+    'shutting_down',
+    null,
+    'service_unavailable',
+  );
+}

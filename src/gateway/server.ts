@@ -1,21 +1,35 @@
 import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { collectDefaultMetrics } from 'prom-client';
 import type { GlobalPolicy } from '../core/types.ts';
+import { charsTokenizer } from '../text/chars-tokenizer.ts';
+import type { PromptTokenizer } from '../text/prompt-tokenizer.ts';
+import { adminRoutes } from './admin.ts';
+import { Admission } from './admission.ts';
+import { type ClientKey, KeyStore } from './auth.ts';
+import { BackendTokenizer } from './backend-tokenizer.ts';
+import { type DialectName, type GatewayConfig, parseGatewayConfig } from './config.ts';
 import { sendError } from './errors.ts';
-import { LoadPoller } from './load-poller.ts';
+import { checkHealth } from './health.ts';
+import { pollLoad } from './load-poller.ts';
 import { GatewayMetrics } from './metrics.ts';
-import { proxy } from './proxy.ts';
+import { Periodic } from './periodic.ts';
+import { type ProxyContext, proxy } from './proxy.ts';
 import { ReplicaSet } from './replicas.ts';
+
+export interface ReplicaSpec {
+  readonly url: string;
+  readonly dialect?: DialectName;
+  readonly kvTokens?: number;
+}
 
 export interface GatewayOptions {
   readonly policy: GlobalPolicy;
-  readonly replicas: readonly string[];
+  readonly replicas: readonly (string | ReplicaSpec)[];
   /** KV capacity each replica is assumed to have, in tokens (for the policy's cache model). */
   readonly replicaKvTokens: number;
   /** The model name clients must ask for; undefined: any (the replica decides). */
   readonly model?: string;
-  /** Largest request body in bytes. Default 4 MiB. */
-  readonly bodyLimit?: number;
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickSeconds?: number;
   /**
@@ -25,37 +39,126 @@ export interface GatewayOptions {
   readonly timeScale?: number;
   /** Seconds between polls of the replicas' /metrics for load signals; 0 turns polling off. Default 0.5. */
   readonly pollSeconds?: number;
+  /** How prompts become token ids: a loaded tokenizer, or `backend` (the replicas' /tokenize). Default: chars. */
+  readonly tokenizer?: PromptTokenizer | 'backend';
+  readonly limits?: Partial<GatewayConfig['limits']>;
+  readonly timeouts?: Partial<GatewayConfig['timeouts']>;
+  readonly retries?: Partial<GatewayConfig['retries']>;
+  /** Active health checks; `intervalSeconds: 0` turns them off. */
+  readonly health?: Partial<Omit<GatewayConfig['health'], 'intervalSeconds'>> & { intervalSeconds?: number };
+  readonly breaker?: Partial<GatewayConfig['breaker']>;
+  readonly auth?: { readonly keys?: readonly ClientKey[]; readonly adminKey?: string | undefined };
+  /** Seconds `close` waits for in-flight requests before cutting them off. Default 30. */
+  readonly drainSeconds?: number;
+  readonly logLevel?: GatewayConfig['logLevel'];
+  readonly logBodies?: boolean;
+  /** Add Node's process metrics (heap, CPU, event-loop lag) to /metrics: once per process, so off by default. */
+  readonly processMetrics?: boolean;
 }
 
 export interface Gateway {
   readonly app: FastifyInstance;
   readonly metrics: GatewayMetrics;
+  readonly replicas: ReplicaSet;
   listen(port: number, host: string): Promise<string>;
   /** Poll every replica's load signals now (tests; the timer does it otherwise). */
   pollNow(): Promise<void>;
+  /** Run a health-check round now (tests; the timer does it otherwise). */
+  checkHealthNow(): Promise<void>;
+  /** Requests the gateway is answering right now (admitted or queued). */
+  readonly active: number;
+  /** Stop accepting, let in-flight requests finish within the drain deadline, then close. */
   close(): Promise<void>;
 }
 
 /** The OpenAI-compatible gateway: routes each request with the policy and proxies the replica's answer. */
 export function createGateway(options: GatewayOptions): Gateway {
-  const app = Fastify({ bodyLimit: options.bodyLimit ?? 4 * 1024 * 1024, logger: false });
+  const defaults = parseGatewayConfig({ port: 0 });
+  const limits = { ...defaults.limits, ...options.limits };
+  const timeouts = { ...defaults.timeouts, ...options.timeouts };
+  const health = { ...defaults.health, ...options.health };
+  const level = options.logLevel ?? defaults.logLevel;
+  const app = Fastify({
+    bodyLimit: limits.bodyBytes,
+    // Logs go to stderr (stdout carries the readiness line); the default serializers never log
+    // headers or bodies, so keys and prompts stay out unless logBodies asks for prompts.
+    logger: level === 'silent' ? false : { level, stream: process.stderr },
+    return503OnClosing: true,
+  });
   const metrics = new GatewayMetrics();
-  const replicas = new ReplicaSet();
+  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics.registry });
   const timeScale = options.timeScale ?? 1;
   const now = () => (performance.now() / 1000) * timeScale;
-  for (const url of options.replicas) {
-    const r = replicas.add(url);
-    options.policy.instanceAdded(r.id, { kvCapacityTokens: options.replicaKvTokens }, now());
+  const replicas = new ReplicaSet(
+    options.policy,
+    {
+      breaker: { ...defaults.breaker, ...options.breaker },
+      connectTimeoutSeconds: timeouts.connectSeconds,
+      unhealthyAfter: health.unhealthyAfter,
+      onChange: (r, from) => {
+        metrics.replicaUp.set({ replica: String(r.id) }, r.view === 'gone' ? 0 : 1);
+        if (r.view === 'gone' && from !== 'gone') metrics.breakerOpens.inc({ replica: String(r.id) });
+        const entry = { replica: r.url, from, to: r.view };
+        if (r.view === 'gone') app.log.warn(entry, 'replica left the routing view');
+        else app.log.info(entry, 'replica state changed');
+      },
+    },
+    now,
+  );
+  for (const spec of options.replicas) {
+    const s = typeof spec === 'string' ? { url: spec } : spec;
+    replicas.add({
+      url: s.url,
+      dialect: s.dialect ?? 'preble',
+      kvTokens: s.kvTokens ?? options.replicaKvTokens,
+    });
   }
-  const ctx = { policy: options.policy, replicas, metrics, now };
+  const keys = new KeyStore(options.auth?.keys ?? [], now);
+  const shutdown = new AbortController();
+  const admission = new Admission(
+    {
+      maxConcurrent: limits.maxConcurrent ?? Number.POSITIVE_INFINITY,
+      maxQueue: limits.maxQueue,
+      queueTimeoutSeconds: limits.queueTimeoutSeconds,
+    },
+    now,
+  );
+  const tokenizer =
+    options.tokenizer === 'backend'
+      ? new BackendTokenizer(replicas, options.model, timeouts.connectSeconds + 5)
+      : (options.tokenizer ?? charsTokenizer);
+  const ctx: ProxyContext = {
+    policy: options.policy,
+    replicas,
+    metrics,
+    now,
+    timeouts,
+    tokenizer,
+    admission,
+    limits,
+    retries: { ...defaults.retries, ...options.retries },
+    shutdown: shutdown.signal,
+    logBodies: options.logBodies ?? false,
+  };
+  let active = 0;
 
-  app.setErrorHandler((error, _request, reply) => {
+  app.setErrorHandler((error, request, reply) => {
     const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status === 413)
-      return sendError(reply, 413, 'request body too large', 'invalid_request_error', 'body_too_large');
+    if (status === 413) {
+      metrics.refused.inc({ reason: 'body_too_large' });
+      return sendError(
+        reply,
+        413,
+        `request body is larger than ${limits.bodyBytes} bytes`,
+        'invalid_request_error',
+        'body_too_large',
+      );
+    }
     if (status >= 400 && status < 500) {
+      metrics.refused.inc({ reason: 'bad_request' });
       return sendError(reply, status, error instanceof Error ? error.message : 'bad request');
     }
+    request.log.error({ err: error }, 'gateway error');
     return sendError(reply, 500, 'internal gateway error', 'server_error');
   });
   app.setNotFoundHandler((request, reply) =>
@@ -67,9 +170,25 @@ export function createGateway(options: GatewayOptions): Gateway {
       'not_found',
     ),
   );
+  // Client API keys guard the OpenAI routes; /health and /metrics stay open for probes and scrapers.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/v1/')) return;
+    const check = keys.check(request.headers.authorization);
+    if (check.ok) return;
+    metrics.refused.inc({ reason: check.status === 401 ? 'unauthorized' : 'rate_limited' });
+    if (check.retryAfterSeconds !== undefined) reply.header('retry-after', String(check.retryAfterSeconds));
+    return sendError(
+      reply,
+      check.status,
+      check.message,
+      check.status === 401 ? 'authentication_error' : 'rate_limit_error',
+      check.status === 401 ? 'invalid_api_key' : 'rate_limit_exceeded',
+    );
+  });
   const checkModel = (body: unknown, reply: Parameters<typeof sendError>[0]): boolean => {
     const model = (body as { model?: unknown } | null)?.model;
     if (options.model === undefined || typeof model !== 'string' || model === options.model) return true;
+    metrics.refused.inc({ reason: 'model_not_found' });
     sendError(
       reply,
       404,
@@ -80,11 +199,21 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     return false;
   };
+  const counted = async <T>(fn: () => Promise<T>): Promise<T> => {
+    active++;
+    try {
+      return await fn();
+    } finally {
+      active--;
+    }
+  };
   app.post('/v1/completions', (request, reply) =>
-    checkModel(request.body, reply) ? proxy('completions', request, reply, ctx) : reply,
+    counted(async () =>
+      checkModel(request.body, reply) ? proxy('completions', request, reply, ctx) : reply,
+    ),
   );
   app.post('/v1/chat/completions', (request, reply) =>
-    checkModel(request.body, reply) ? proxy('chat', request, reply, ctx) : reply,
+    counted(async () => (checkModel(request.body, reply) ? proxy('chat', request, reply, ctx) : reply)),
   );
   app.get('/v1/models', async () => ({
     object: 'list',
@@ -93,31 +222,68 @@ export function createGateway(options: GatewayOptions): Gateway {
         ? []
         : [{ id: options.model, object: 'model', created: 0, owned_by: 'preble' }],
   }));
-  app.get('/health', async () => ({ status: 'ok', replicas: replicas.all().length }));
+  app.get('/health', async (_request, reply) => {
+    const routable = replicas.routable().length;
+    // Load balancers in front of the gateway take it out while it has nowhere to send requests.
+    return reply
+      .code(routable > 0 ? 200 : 503)
+      .send({ status: routable > 0 ? 'ok' : 'no_replica', replicas: routable });
+  });
   app.get('/metrics', async (_request, reply) => {
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });
+  const adminKey = options.auth?.adminKey;
+  if (adminKey !== undefined)
+    adminRoutes(app, { adminKey, replicas, keys, defaultKvTokens: options.replicaKvTokens, now });
 
   const tick = setInterval(() => options.policy.tick(now()), (options.tickSeconds ?? 1) * 1000);
   tick.unref();
-  const poller = new LoadPoller(replicas, options.policy, options.replicaKvTokens, now);
+  const poller = new Periodic(() => pollLoad(replicas, options.policy, now));
   poller.start(options.pollSeconds ?? 0.5);
+  const checker = new Periodic(() => checkHealth(replicas, health));
+  checker.start(health.intervalSeconds);
+  const drainMs = (options.drainSeconds ?? defaults.shutdown.drainSeconds) * 1000;
+  let closing: Promise<void> | undefined;
   return {
     app,
     metrics,
+    replicas,
+    get active() {
+      return active;
+    },
     async listen(port, host) {
       await app.listen({ port, host });
       const address = app.server.address();
       const actual = typeof address === 'object' && address !== null ? address.port : port;
       return `http://${host}:${actual}`;
     },
-    pollNow: () => poller.pollAll(),
-    async close() {
-      clearInterval(tick);
-      poller.stop();
-      await app.close();
-      await replicas.close();
+    pollNow: () => poller.runNow(),
+    checkHealthNow: () => checker.runNow(),
+    close() {
+      closing ??= (async () => {
+        clearInterval(tick);
+        poller.stop();
+        checker.stop();
+        // Fastify stops listening and answers 503 to new requests on open connections at once.
+        const closed = app.close();
+        admission.refuseWaiting(new Error('the gateway is shutting down'));
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<'deadline'>((resolve) => {
+          timer = setTimeout(() => resolve('deadline'), drainMs);
+        });
+        if ((await Promise.race([closed, deadline])) === 'deadline') {
+          // Past the deadline: streams get an error event, the rest a 503, then connections close.
+          shutdown.abort(new Error('shutdown deadline'));
+          // A moment for the cut requests to write their last words, then close what is left.
+          await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+          app.server.closeAllConnections();
+          await closed;
+        }
+        clearTimeout(timer);
+        await replicas.close();
+      })();
+      return closing;
     },
   };
 }

@@ -7,7 +7,8 @@ const common = {
   model: z.string().min(1),
   stream: z.boolean().optional(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullish(),
-  max_tokens: z.number().int().min(1).max(32_768).optional(),
+  // The upper bound is the gateway's configured limit, checked after parsing.
+  max_tokens: z.number().int().min(1).optional(),
 };
 
 const completion = z.object({ ...common, prompt: z.string() }).passthrough();

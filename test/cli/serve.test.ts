@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { startPreble } from '../../src/bench/preble-process.ts';
 import { startFakeReplica } from '../gateway/fake-replica.ts';
 import { runCli } from './run-cli.ts';
 
@@ -43,11 +47,74 @@ test('preble serve prints its readiness line, proxies, and stops cleanly on SIGT
   }
 });
 
-test('preble serve refuses bad flags with one line', () => {
+test('preble serve runs from a YAML config with an API key from the environment and the admin API on', async () => {
+  const replica = await startFakeReplica('r0');
+  const dir = mkdtempSync(join(tmpdir(), 'preble-serve-'));
+  const config = join(dir, 'gateway.yaml');
+  writeFileSync(
+    config,
+    [
+      'port: 0',
+      'policy: round-robin',
+      'replicas:',
+      `  - url: ${replica.url}`,
+      '    dialect: vllm',
+      'auth:',
+      '  keys:',
+      '    - name: team-a',
+      '      keyEnv: TEAM_A_KEY',
+      '  adminKeyEnv: ADMIN_KEY',
+      'limits:',
+      '  maxConcurrent: 8',
+      '',
+    ].join('\n'),
+  );
+  const gateway = await startPreble(['serve', '--config', config], 30_000, {
+    TEAM_A_KEY: 'team-a-key-0123456789',
+    ADMIN_KEY: 'admin-key-0123456789',
+  });
+  try {
+    const ask = (key?: string) =>
+      fetch(`${gateway.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify({ model: 'm', prompt: 'hello' }),
+      });
+    assert.equal((await ask()).status, 401);
+    assert.equal((await ask('team-a-key-0123456789')).status, 200);
+    const admin = await fetch(`${gateway.url}/admin/replicas`, {
+      headers: { authorization: 'Bearer admin-key-0123456789' },
+    });
+    const listed = (await admin.json()) as { replicas: { dialect: string; state: string }[] };
+    assert.deepEqual(
+      listed.replicas.map((r) => [r.dialect, r.state]),
+      [['vllm', 'active']],
+    );
+  } finally {
+    await gateway.stop();
+    await replica.app.close();
+  }
+});
+
+test('preble serve refuses bad flags and config with one line naming the field', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'preble-serve-'));
+  const bad = join(dir, 'bad.yaml');
+  writeFileSync(bad, 'port: 0\nreplicas: [http://127.0.0.1:1]\nlimits:\n  maxQueue: lots\n');
+  const noKey = join(dir, 'no-key.yaml');
+  writeFileSync(
+    noKey,
+    'port: 0\nreplicas: [http://127.0.0.1:1]\nauth:\n  adminKeyEnv: PREBLE_TEST_UNSET_VAR\n',
+  );
   for (const [args, reason] of [
     [['serve', '--port', '0'], /--replica/],
-    [['serve', '--port', '0', '--replica', 'ftp://x'], /http or https/],
+    [['serve', '--replica', 'http://127.0.0.1:1'], /--port/],
+    [['serve', '--port', '0', '--replica', 'ftp://x'], /replicas\.0\.url: must be an http\(s\) URL/],
     [['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--policy', 'nope'], /unknown policy/],
+    [['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--dialect', 'tgi'], /replicas\.0\.dialect/],
+    [['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--tokenizer', 'bpe'], /unknown tokenizer/],
+    [['serve', '--config', bad], /bad\.yaml: limits\.maxQueue: /],
+    [['serve', '--config', noKey], /auth\.adminKeyEnv: environment variable PREBLE_TEST_UNSET_VAR is unset/],
+    [['serve', '--config', join(dir, 'missing.yaml')], /cannot read config .*missing\.yaml/],
   ] as const) {
     const r = runCli(args);
     assert.notEqual(r.code, 0);

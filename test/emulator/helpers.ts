@@ -50,3 +50,32 @@ export function metricValue(text: string, name: string): number {
   if (!found) throw new Error(`metric ${name} not found`);
   return sum;
 }
+
+/** Every sample of one metric from Prometheus text, with its labels. */
+export function metricSamples(
+  text: string,
+  name: string,
+): { labels: Record<string, string>; value: number }[] {
+  const out: { labels: Record<string, string>; value: number }[] = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([^\s{]+)(?:\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const labels: Record<string, string> = {};
+    for (const pair of (m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)) labels[pair[1]!] = pair[2]!;
+    out.push({ labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** Poll `condition` (every few ms, up to ~5 s of polling) until it holds; throws if it never does. */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what = 'condition',
+): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

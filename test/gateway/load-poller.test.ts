@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
 import { createGlobalPolicy } from '../../src/core/policies/registry.ts';
 import { createEngineServer } from '../../src/emulator/server.ts';
-import { loadSignalFrom } from '../../src/gateway/load-poller.ts';
+import { dialectOf } from '../../src/gateway/dialects.ts';
 import { metricValues } from '../../src/gateway/prometheus-text.ts';
 import { createGateway } from '../../src/gateway/server.ts';
 
@@ -23,6 +23,7 @@ test('metric values are read by name and summed over label sets', () => {
 });
 
 test('a vLLM replica gives a load signal from its usage share; none from a text without vLLM names', () => {
+  const loadSignalFrom = dialectOf('vllm').loadSignal;
   const s = loadSignalFrom(
     'vllm:num_requests_running 1\nvllm:num_requests_waiting 2\nvllm:gpu_cache_usage_perc 0.25\n',
     1000,

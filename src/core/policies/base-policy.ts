@@ -23,12 +23,19 @@ export abstract class BasePolicy implements GlobalPolicy {
   protected abstract choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision;
 
   route(request: RouteRequest, now: number): RouteDecision {
-    const active = this.view.active;
-    if (active.length === 0) throw new NoInstanceAvailableError();
-    const decision = this.choose(request, now, active);
+    const decision =
+      request.avoid === undefined || request.avoid.length === 0
+        ? this.chooseAmongActive(request, now)
+        : this.view.withAvoided(request.avoid, () => this.chooseAmongActive(request, now));
     this.view.begin(request.id, decision.instance);
     this.onRouted(request, decision, now);
     return decision;
+  }
+
+  private chooseAmongActive(request: RouteRequest, now: number): RouteDecision {
+    const active = this.view.active;
+    if (active.length === 0) throw new NoInstanceAvailableError();
+    return this.choose(request, now, active);
   }
 
   requestStarted(_id: string, _now: number): void {}

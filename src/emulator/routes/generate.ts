@@ -96,13 +96,18 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
   const write = (data: unknown) => {
     if (!raw.destroyed && !raw.writableEnded) raw.write(`data: ${JSON.stringify(data)}\n\n`);
   };
+  // A stalled stream (--stall-after) sends its first `limit` tokens, then nothing, and stays open.
+  const limit = ctx.faults.streamLimit();
   try {
     driver.submit(id, job.tokens, job.maxTokens, {
       onToken(index) {
-        write(job.format.token(id, created, String.fromCodePoint(generatedToken(index, ctx.textOffset))));
+        if (index < limit) {
+          write(job.format.token(id, created, String.fromCodePoint(generatedToken(index, ctx.textOffset))));
+        } else if (index === limit) ctx.faults.hold(raw);
       },
       onFinish(finish) {
         done = true;
+        if (finish.outputTokens > limit) return;
         write(job.format.closing(id, created));
         if (job.includeUsage) write(job.format.usage(id, created, usageOf(finish)));
         if (!raw.destroyed && !raw.writableEnded) raw.end('data: [DONE]\n\n');

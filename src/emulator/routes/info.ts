@@ -22,7 +22,10 @@ export function infoRoutes(app: FastifyInstance, ctx: ServerContext, registry: R
       },
     ],
   }));
-  app.get('/health', () => ({ status: 'ok' }));
+  app.get('/health', (_request, reply) => {
+    const status = ctx.faults.settings.healthStatus;
+    return reply.code(status).send({ status: status < 400 ? 'ok' : 'unhealthy' });
+  });
   app.post('/tokenize', (request) => {
     const body = parseBody(tokenizeSchema, request.body);
     if (typeof body.model === 'string') checkModel(ctx, body.model);

@@ -9,7 +9,7 @@ import {
 import { simpleCostModel } from '../../helpers/simple-cost-model.ts';
 
 type Op =
-  | { kind: 'route'; prefix: number; suffix: number[] }
+  | { kind: 'route'; prefix: number; suffix: number[]; avoid: number[] }
   | { kind: 'finish' | 'fail' | 'first'; pick: number }
   | { kind: 'evict'; instance: number; kept: number; pick: number }
   | { kind: 'drain' | 'remove' | 'add'; instance: number }
@@ -24,6 +24,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       kind: fc.constant('route' as const),
       prefix: fc.integer({ min: 0, max: 2 }),
       suffix: fc.array(fc.integer({ min: 0, max: 5 }), { maxLength: 5 }),
+      avoid: fc.oneof(fc.constant<number[]>([]), fc.array(instance, { maxLength: 3 })),
     }),
   },
   {
@@ -77,12 +78,20 @@ for (const name of globalPolicyNames) {
               ...op.suffix,
             ]);
             const id = `r${n++}`;
-            if (active.size === 0) {
-              assert.throws(() => policy.route({ id, tokens, arrival: now }, now), /no instance/);
+            const open = [...active].filter((i) => !op.avoid.includes(i));
+            const view = (policy as unknown as { view: { active: readonly number[] } }).view;
+            const before = [...view.active];
+            if (open.length === 0) {
+              assert.throws(
+                () => policy.route({ id, tokens, arrival: now, avoid: op.avoid }, now),
+                /no instance/,
+              );
+              assert.deepEqual([...view.active], before, 'avoiding closes instances for one decision only');
               continue;
             }
-            const d = policy.route({ id, tokens, arrival: now }, now);
-            assert.ok(active.has(d.instance), `${name} routed to inactive instance ${d.instance}`);
+            const d = policy.route({ id, tokens, arrival: now, avoid: op.avoid }, now);
+            assert.ok(open.includes(d.instance), `${name} routed to ${d.instance}, not one of ${open}`);
+            assert.deepEqual([...view.active], before, 'avoiding closes instances for one decision only');
             assert.ok(d.matchedTokens >= 0 && d.matchedTokens <= tokens.length);
             inflight.push({ id, instance: d.instance, tokens });
             policy.requestStarted(id, now);

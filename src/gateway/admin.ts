@@ -1,0 +1,158 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { bearerToken, isAdminKey, type KeyStore } from './auth.ts';
+import { dialectNames } from './config.ts';
+import { sendError } from './errors.ts';
+import type { Replica, ReplicaSet } from './replicas.ts';
+
+export interface AdminContext {
+  readonly adminKey: string;
+  readonly replicas: ReplicaSet;
+  readonly keys: KeyStore;
+  readonly defaultKvTokens: number;
+  readonly now: () => number;
+}
+
+const newReplica = z
+  .object({
+    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+    dialect: z.enum(dialectNames).default('preble'),
+    kvTokens: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const newKey = z
+  .object({
+    name: z.string().min(1).max(100),
+    key: z.string().min(16).optional(),
+    ratePerSecond: z.number().positive().optional(),
+    burst: z.number().min(1).optional(),
+  })
+  .strict();
+
+function describeReplica(r: Replica, now: number) {
+  return {
+    id: r.id,
+    url: r.url,
+    dialect: r.dialect.name,
+    state: r.removed ? 'removed' : r.view === 'gone' ? 'down' : r.view,
+    healthy: r.healthy,
+    breaker: r.breaker.state(now),
+    inflight: r.inflight,
+    kvTokens: r.kvTokens,
+  };
+}
+
+/**
+ * The admin API (/admin/...): replicas (list, add, drain, resume, remove) and client keys (list,
+ * add, revoke). Registered only when an admin key is configured; client keys are refused here. The
+ * only place replica URLs enter at run time, so no client can ever point the gateway anywhere.
+ */
+export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
+  app.register(
+    async (admin) => {
+      admin.addHook('onRequest', async (request, reply) => {
+        const token = bearerToken(request.headers.authorization);
+        if (isAdminKey(token, ctx.adminKey)) return;
+        if (token !== undefined && ctx.keys.isClientKey(token))
+          return sendError(
+            reply,
+            403,
+            'client keys cannot use the admin API',
+            'permission_error',
+            'forbidden',
+          );
+        return sendError(
+          reply,
+          401,
+          'the admin API needs the admin key',
+          'authentication_error',
+          'invalid_api_key',
+        );
+      });
+      const replicaOf = (request: FastifyRequest, reply: FastifyReply): Replica | undefined => {
+        const id = Number((request.params as { id: string }).id);
+        const r = Number.isInteger(id) ? ctx.replicas.get(id) : undefined;
+        if (r === undefined || r.removed) {
+          sendError(
+            reply,
+            404,
+            `no replica with id '${(request.params as { id: string }).id}'`,
+            'invalid_request_error',
+            'not_found',
+          );
+          return undefined;
+        }
+        return r;
+      };
+      admin.get('/replicas', async () => ({
+        replicas: ctx.replicas.all().map((r) => describeReplica(r, ctx.now())),
+      }));
+      admin.post('/replicas', async (request, reply) => {
+        const parsed = newReplica.safeParse(request.body);
+        if (!parsed.success) return badBody(reply, parsed.error);
+        const { url, dialect, kvTokens } = parsed.data;
+        if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
+          return sendError(
+            reply,
+            409,
+            `replica ${url} is already present`,
+            'invalid_request_error',
+            'conflict',
+          );
+        const r = ctx.replicas.add({ url, dialect, kvTokens: kvTokens ?? ctx.defaultKvTokens });
+        return reply.code(201).send(describeReplica(r, ctx.now()));
+      });
+      admin.post('/replicas/:id/drain', async (request, reply) => {
+        const r = replicaOf(request, reply);
+        if (r === undefined) return reply;
+        ctx.replicas.drain(r, true);
+        return describeReplica(r, ctx.now());
+      });
+      admin.post('/replicas/:id/resume', async (request, reply) => {
+        const r = replicaOf(request, reply);
+        if (r === undefined) return reply;
+        ctx.replicas.drain(r, false);
+        return describeReplica(r, ctx.now());
+      });
+      admin.delete('/replicas/:id', async (request, reply) => {
+        const r = replicaOf(request, reply);
+        if (r === undefined) return reply;
+        // In-flight requests finish; the pool closes after them.
+        void ctx.replicas.remove(r);
+        return describeReplica(r, ctx.now());
+      });
+      admin.get('/keys', async () => ({ keys: ctx.keys.names() }));
+      admin.post('/keys', async (request, reply) => {
+        const parsed = newKey.safeParse(request.body);
+        if (!parsed.success) return badBody(reply, parsed.error);
+        try {
+          const key = ctx.keys.add(parsed.data);
+          return reply.code(201).send({ name: parsed.data.name, key });
+        } catch (error) {
+          return sendError(reply, 409, (error as Error).message, 'invalid_request_error', 'conflict');
+        }
+      });
+      admin.delete('/keys/:name', async (request, reply) => {
+        const { name } = request.params as { name: string };
+        if (!ctx.keys.revoke(name))
+          return sendError(reply, 404, `no key named '${name}'`, 'invalid_request_error', 'not_found');
+        return { name, revoked: true };
+      });
+    },
+    { prefix: '/admin' },
+  );
+}
+
+function badBody(reply: FastifyReply, error: z.ZodError): FastifyReply {
+  const issue = error.issues[0]!;
+  const param = issue.path.length > 0 ? issue.path.join('.') : null;
+  return sendError(
+    reply,
+    400,
+    param === null ? issue.message : `${param}: ${issue.message}`,
+    'invalid_request_error',
+    null,
+    param,
+  );
+}

@@ -1,0 +1,174 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/** The request shapes and metric names of the engines the gateway can stand in front of. */
+export const dialectNames = ['preble', 'vllm', 'sglang', 'llamacpp'] as const;
+export type DialectName = (typeof dialectNames)[number];
+
+const seconds = z.number().positive();
+const count = z.number().int().nonnegative();
+const positiveCount = z.number().int().positive();
+const secret = z.string().min(16, 'must be at least 16 characters');
+
+const replica = z
+  .object({
+    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+    dialect: z.enum(dialectNames).default('preble'),
+    /** KV capacity in tokens, when it differs from the cost model's. */
+    kvTokens: positiveCount.optional(),
+  })
+  .strict();
+
+const apiKey = z
+  .object({
+    name: z.string().min(1),
+    /** The key itself, or the environment variable holding it (keeps secrets out of files). */
+    key: secret.optional(),
+    keyEnv: z.string().min(1).optional(),
+    /** Sustained requests per second this key may send; absent: no limit. */
+    ratePerSecond: seconds.optional(),
+    /** Requests at once above the rate (default: one second's worth, at least 1). */
+    burst: z.number().min(1).optional(),
+  })
+  .strict()
+  .refine((k) => (k.key === undefined) !== (k.keyEnv === undefined), 'give exactly one of key, keyEnv');
+
+/** Everything `preble serve` can be told, from a YAML file and flags; defaults are the safe choice. */
+export const gatewayConfigSchema = z
+  .object({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535),
+    policy: z.string().min(1).default('e2'),
+    costModel: z.string().min(1).default('mistral-7b-a6000'),
+    kvTokens: positiveCount.optional(),
+    /** The model name clients must ask for; absent: any. */
+    model: z.string().min(1).optional(),
+    seed: count.default(0),
+    /** `chars`, `backend` (the replicas' /tokenize) or `hf:PATH` (a local tokenizer.json). */
+    tokenizer: z.string().min(1).default('chars'),
+    pollSeconds: z.number().nonnegative().default(0.5),
+    tickSeconds: seconds.default(1),
+    timeScale: seconds.default(1),
+    // A bare URL is short for `{url}`; either way the errors name `replicas.N.url`.
+    replicas: z.array(z.preprocess((v) => (typeof v === 'string' ? { url: v } : v), replica)).default([]),
+    limits: z
+      .object({
+        bodyBytes: positiveCount.default(4 * 1024 * 1024),
+        maxTokens: positiveCount.default(32_768),
+        /** Longest prompt in tokens (as the gateway's tokenizer counts them). */
+        promptTokens: positiveCount.default(1_000_000),
+        /** Requests forwarded at once; absent: no limit. */
+        maxConcurrent: positiveCount.optional(),
+        maxQueue: count.default(1024),
+        queueTimeoutSeconds: seconds.default(30),
+      })
+      .strict()
+      .prefault({}),
+    timeouts: z
+      .object({
+        connectSeconds: seconds.default(5),
+        /** Streams: until the first event; non-streaming answers: until the whole answer. */
+        firstTokenSeconds: seconds.default(120),
+        /** Longest silence inside a streamed answer. */
+        idleSeconds: seconds.default(60),
+        requestSeconds: seconds.default(600),
+      })
+      .strict()
+      .prefault({}),
+    retries: z
+      .object({
+        /** Further attempts on other replicas while nothing has reached the client. */
+        attempts: count.default(2),
+        backoffSeconds: z.number().nonnegative().default(0.05),
+      })
+      .strict()
+      .prefault({}),
+    health: z
+      .object({
+        intervalSeconds: seconds.default(2),
+        timeoutSeconds: seconds.default(1),
+        /** Consecutive failed checks that take a replica out. */
+        unhealthyAfter: positiveCount.default(2),
+      })
+      .strict()
+      .prefault({}),
+    breaker: z
+      .object({ failureThreshold: positiveCount.default(3), openSeconds: seconds.default(5) })
+      .strict()
+      .prefault({}),
+    auth: z
+      .object({
+        keys: z.array(apiKey).default([]),
+        /** The admin API is off unless one of these is set. */
+        adminKey: secret.optional(),
+        adminKeyEnv: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    shutdown: z
+      .object({ drainSeconds: z.number().nonnegative().default(30) })
+      .strict()
+      .prefault({}),
+    logLevel: z.enum(['silent', 'error', 'warn', 'info', 'debug']).default('warn'),
+    /** Log prompts and completions (debug only: they may hold personal data). */
+    logBodies: z.boolean().default(false),
+  })
+  .strict();
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+export type ReplicaConfig = z.infer<typeof replica>;
+
+/** Validate a raw config object; an error is one line naming the field. */
+export function parseGatewayConfig(raw: unknown, source = 'config'): GatewayConfig {
+  const result = gatewayConfigSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+  throw new Error(`${source}: ${field}: ${issue.message}`);
+}
+
+/** Read a YAML (or JSON) config file into a raw object, with one-line errors. */
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Error(`cannot read config ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    const first = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+    throw new Error(`${path}: not valid YAML: ${first}`);
+  }
+  if (raw === null || raw === undefined) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw new Error(`${path}: expected a mapping at the top`);
+  return raw as Record<string, unknown>;
+}
+
+/** Replica entries in their full form. */
+export function normalizeReplicas(
+  config: GatewayConfig,
+): { url: string; dialect: DialectName; kvTokens?: number }[] {
+  return config.replicas.map((r) => (r.kvTokens === undefined ? { url: r.url, dialect: r.dialect } : r));
+}
+
+/** Resolve a secret given inline or through an environment variable. */
+export function resolveSecret(
+  value: string | undefined,
+  envName: string | undefined,
+  field: string,
+  env: NodeJS.ProcessEnv,
+): string | undefined {
+  if (value !== undefined) return value;
+  if (envName === undefined) return undefined;
+  const fromEnv = env[envName];
+  if (fromEnv === undefined || fromEnv.length < 16)
+    throw new Error(
+      `config: ${field}: environment variable ${envName} is unset or shorter than 16 characters`,
+    );
+  return fromEnv;
+}

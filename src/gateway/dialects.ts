@@ -1,0 +1,190 @@
+import type { FinishCounts, InstanceLoadSignal, Tokens } from '../core/types.ts';
+import type { PromptInput } from '../text/prompt-tokenizer.ts';
+import type { DialectName } from './config.ts';
+import { metricValues } from './prometheus-text.ts';
+
+/** What an engine reports in `usage` (OpenAI shape) and, for llama.cpp, `timings`. */
+export interface UpstreamUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+export interface LlamaTimings {
+  cache_n?: number;
+  prompt_n?: number;
+  predicted_n?: number;
+}
+export interface FinalReport {
+  readonly usage?: UpstreamUsage | undefined;
+  readonly timings?: LlamaTimings | undefined;
+}
+
+/** POST a JSON body to the replica, answer its JSON (the dialect needs nothing else of HTTP). */
+export type PostJson = (path: string, body: unknown) => Promise<unknown>;
+
+/** How the gateway talks to one kind of engine: request shape, feedback, load signals, tokenizer. */
+export interface Dialect {
+  readonly name: DialectName;
+  /** The body sent upstream: the client's, plus what the gateway needs for routing feedback. */
+  shapeBody(body: Readonly<Record<string, unknown>>, stream: boolean): Record<string, unknown>;
+  /** Token counts of a finished request from the engine's final report. */
+  countsFrom(report: FinalReport, fallbackPromptTokens: number): FinishCounts;
+  /** Load signals from the engine's /metrics text; undefined when the text has none of its names. */
+  loadSignal(metricsText: string, assumedCapacityTokens: number): InstanceLoadSignal | undefined;
+  /** The engine's own token ids for a request (the `backend` tokenizer mode). */
+  tokenize(input: PromptInput, model: string | undefined, post: PostJson): Promise<Tokens>;
+}
+
+/** Streams always ask for usage: the replica's counts are the policy's feedback. */
+function withStreamUsage(body: Readonly<Record<string, unknown>>, stream: boolean): Record<string, unknown> {
+  if (!stream) return { ...body };
+  const options = (body['stream_options'] as Record<string, unknown> | null | undefined) ?? {};
+  return { ...body, stream_options: { ...options, include_usage: true } };
+}
+
+function openAiCounts(report: FinalReport, fallbackPromptTokens: number): FinishCounts {
+  const u = report.usage;
+  return {
+    promptTokens: u?.prompt_tokens ?? fallbackPromptTokens,
+    cachedTokens: u?.prompt_tokens_details?.cached_tokens ?? 0,
+    outputTokens: u?.completion_tokens ?? 0,
+  };
+}
+
+function tokensOf(json: unknown, path: string): Tokens {
+  const tokens = (json as { tokens?: unknown } | null)?.tokens;
+  if (!Array.isArray(tokens) || !tokens.every((t) => Number.isInteger(t) && t >= 0))
+    throw new Error(`replica ${path} did not answer a list of token ids`);
+  return Uint32Array.from(tokens as number[]);
+}
+
+/** vLLM's /tokenize (preble engine and SGLang accept the same body). */
+async function openAiTokenize(
+  input: PromptInput,
+  model: string | undefined,
+  post: PostJson,
+): Promise<Tokens> {
+  const body =
+    input.kind === 'chat'
+      ? { model, messages: input.messages, add_generation_prompt: true }
+      : { model, prompt: input.prompt };
+  return tokensOf(await post('/tokenize', body), '/tokenize');
+}
+
+function gaugeSignal(
+  text: string,
+  assumedCapacityTokens: number,
+  names: {
+    running: string;
+    waiting: string;
+    usage?: readonly string[];
+    capacity?: string;
+    queued?: string;
+    free?: string;
+  },
+): InstanceLoadSignal | undefined {
+  const wanted = [names.running, names.waiting, ...(names.usage ?? [])];
+  for (const n of [names.capacity, names.queued, names.free]) if (n !== undefined) wanted.push(n);
+  const v = metricValues(text, wanted);
+  if (!v.has(names.running) && !v.has(names.waiting)) return undefined;
+  const capacity =
+    (names.capacity === undefined ? undefined : v.get(names.capacity)) ?? assumedCapacityTokens;
+  let share = 0;
+  for (const n of names.usage ?? []) share = Math.max(share, v.get(n) ?? 0);
+  const used = Math.round(share * capacity);
+  return {
+    running: v.get(names.running) ?? 0,
+    waiting: v.get(names.waiting) ?? 0,
+    // Engines that do not export queued prefill tokens leave the waiting count to speak.
+    queuedPrefillTokens: (names.queued === undefined ? undefined : v.get(names.queued)) ?? 0,
+    usedKvTokens: used,
+    freeKvTokens: (names.free === undefined ? undefined : v.get(names.free)) ?? Math.max(0, capacity - used),
+  };
+}
+
+const vllmNames = {
+  running: 'vllm:num_requests_running',
+  waiting: 'vllm:num_requests_waiting',
+  // v0 and v1 names of the same gauge.
+  usage: ['vllm:gpu_cache_usage_perc', 'vllm:kv_cache_usage_perc'],
+} as const;
+
+const preble: Dialect = {
+  name: 'preble',
+  shapeBody: withStreamUsage,
+  countsFrom: openAiCounts,
+  loadSignal: (text, capacity) =>
+    gaugeSignal(text, capacity, {
+      ...vllmNames,
+      capacity: 'preble:kv_capacity_tokens',
+      queued: 'preble:queued_prefill_tokens',
+      free: 'preble:free_kv_tokens',
+    }),
+  tokenize: openAiTokenize,
+};
+
+const vllm: Dialect = {
+  name: 'vllm',
+  shapeBody: withStreamUsage,
+  countsFrom: openAiCounts,
+  loadSignal: (text, capacity) => gaugeSignal(text, capacity, vllmNames),
+  tokenize: openAiTokenize,
+};
+
+const sglang: Dialect = {
+  name: 'sglang',
+  shapeBody: withStreamUsage,
+  countsFrom: openAiCounts,
+  loadSignal: (text, capacity) =>
+    gaugeSignal(text, capacity, {
+      running: 'sglang:num_running_reqs',
+      waiting: 'sglang:num_queue_reqs',
+      usage: ['sglang:token_usage'],
+      capacity: 'sglang:max_total_num_tokens',
+    }),
+  tokenize: openAiTokenize,
+};
+
+/**
+ * llama.cpp's llama-server: prefix reuse is asked for per request (`cache_prompt`), cached tokens
+ * come in `usage` or its own `timings.cache_n`, load in `llamacpp:` gauges (no KV gauge: requests
+ * waiting for a slot are `requests_deferred`), and /tokenize takes `content`.
+ */
+const llamacpp: Dialect = {
+  name: 'llamacpp',
+  shapeBody(body, stream) {
+    const shaped = withStreamUsage(body, stream);
+    if (shaped['cache_prompt'] === undefined) shaped['cache_prompt'] = true;
+    return shaped;
+  },
+  countsFrom(report, fallbackPromptTokens) {
+    const counts = openAiCounts(report, fallbackPromptTokens);
+    const t = report.timings;
+    if (report.usage?.prompt_tokens_details?.cached_tokens === undefined && t?.cache_n !== undefined)
+      return { ...counts, cachedTokens: t.cache_n };
+    return counts;
+  },
+  loadSignal: (text, capacity) =>
+    gaugeSignal(text, capacity, {
+      running: 'llamacpp:requests_processing',
+      waiting: 'llamacpp:requests_deferred',
+    }),
+  async tokenize(input, _model, post) {
+    // Chats: the server's own template first, so the ids are those of the prompt it will cache.
+    const content =
+      input.kind === 'chat'
+        ? ((await post('/apply-template', { messages: input.messages })) as { prompt?: unknown }).prompt
+        : input.prompt;
+    if (typeof content !== 'string') throw new Error('replica /apply-template did not answer a prompt');
+    return tokensOf(
+      await post('/tokenize', { content, add_special: true, parse_special: true }),
+      '/tokenize',
+    );
+  },
+};
+
+const dialects: Readonly<Record<DialectName, Dialect>> = { preble, vllm, sglang, llamacpp };
+
+export function dialectOf(name: DialectName): Dialect {
+  return dialects[name];
+}

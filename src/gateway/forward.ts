@@ -1,0 +1,280 @@
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { FinishCounts, GlobalPolicy, RouteDecision } from '../core/types.ts';
+import { SseSplitter } from '../text/sse.ts';
+import type { FinalReport, LlamaTimings, UpstreamUsage } from './dialects.ts';
+import { sendError } from './errors.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { Replica, ReplicaSet } from './replicas.ts';
+import type { CompletionBody } from './validate.ts';
+
+export type RouteKind = 'completions' | 'chat';
+
+export interface Timeouts {
+  readonly firstTokenSeconds: number;
+  readonly idleSeconds: number;
+  readonly requestSeconds: number;
+}
+
+export interface ForwardContext {
+  readonly policy: GlobalPolicy;
+  readonly replicas: ReplicaSet;
+  readonly metrics: GatewayMetrics;
+  readonly now: () => number;
+  readonly timeouts: Timeouts;
+}
+
+/** One try of a request on one replica, as the policy routed it. */
+export interface Attempt {
+  readonly kind: RouteKind;
+  /** The policy's id for this try. */
+  readonly id: string;
+  readonly body: CompletionBody;
+  readonly promptTokens: number;
+  readonly arrival: number;
+  readonly decision: RouteDecision;
+  readonly replica: Replica;
+  /** Aborts when the client goes away or the gateway shuts down (the reason says which). */
+  readonly cancel: AbortSignal;
+}
+
+export type AttemptOutcome =
+  /** The client has its answer: a success, the replica's own 4xx, or a stream ended by an error event. */
+  | { readonly kind: 'answered'; readonly ok: boolean }
+  /** The replica failed before anything reached the client: another replica may try. */
+  | { readonly kind: 'retryable'; readonly status: number; readonly message: string; readonly code: string }
+  /** The attempt was cancelled (client gone, shutdown); what to tell the client is the caller's call. */
+  | { readonly kind: 'cancelled' };
+
+/** Why the gateway itself aborted an upstream request. */
+class UpstreamTimeout extends Error {}
+
+/**
+ * Forward one attempt and feed the outcome back: the policy hears exactly one finish or failure,
+ * the breaker hears replica faults (never a client's 4xx), the in-flight counts return to where
+ * they were. Nothing is written to the client until the replica has produced something, so a
+ * replica that fails before its first token leaves the request free to be retried elsewhere.
+ */
+export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardContext): Promise<AttemptOutcome> {
+  const { replica } = a;
+  const label = String(replica.id);
+  const stream = a.body.stream === true;
+  const upstream = new AbortController();
+  const onCancel = () => upstream.abort(a.cancel.reason);
+  if (a.cancel.aborted) onCancel();
+  else a.cancel.addEventListener('abort', onCancel, { once: true });
+  const waitSeconds = stream ? ctx.timeouts.firstTokenSeconds : ctx.timeouts.requestSeconds;
+  const firstTokenTimer = setTimeout(
+    () => upstream.abort(new UpstreamTimeout(stream ? 'first token' : 'answer')),
+    waitSeconds * 1000,
+  );
+  replica.inflight++;
+  ctx.metrics.inflight.inc({ replica: label });
+  let settled = false;
+  const settle = (counts: FinishCounts | undefined, outcome: string) => {
+    if (settled) return;
+    settled = true;
+    ctx.metrics.attempts.inc({ replica: label, outcome });
+    if (counts === undefined) ctx.policy.requestFailed(a.id, ctx.now());
+    else {
+      ctx.policy.requestFinished(a.id, ctx.now(), counts);
+      ctx.metrics.latency.observe(ctx.now() - a.arrival);
+      ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
+      ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);
+    }
+  };
+  const raw = reply.raw;
+  try {
+    const res = await replica.pool.request({
+      path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(replica.dialect.shapeBody(a.body, stream)),
+      signal: upstream.signal,
+      headersTimeout: waitSeconds * 1000,
+      bodyTimeout: (stream ? ctx.timeouts.idleSeconds : ctx.timeouts.requestSeconds) * 1000,
+    });
+    if (res.statusCode >= 500 || res.statusCode === 429) {
+      const text = await res.body.text();
+      // A 429 is the replica's back-pressure, not a fault: try elsewhere, keep its breaker closed.
+      if (res.statusCode >= 500) ctx.replicas.failed(replica);
+      settle(undefined, 'replica_error');
+      return {
+        kind: 'retryable',
+        status: 502,
+        message: `replica ${replica.url} answered ${res.statusCode}: ${upstreamMessage(text)}`,
+        code: 'replica_failed',
+      };
+    }
+    if (res.statusCode >= 400) {
+      // The client's mistake, reported by a working replica: pass it on, never count it as a fault.
+      const text = await res.body.text();
+      ctx.replicas.succeeded(replica);
+      settle(undefined, 'client_error');
+      markReply(reply, a);
+      if (isJson(text)) reply.code(res.statusCode).type('application/json').send(text);
+      else sendError(reply, res.statusCode, upstreamMessage(text));
+      return { kind: 'answered', ok: false };
+    }
+    if (!stream) {
+      const json = (await res.body.json()) as FinalReport;
+      clearTimeout(firstTokenTimer);
+      ctx.replicas.succeeded(replica);
+      settle(replica.dialect.countsFrom(json, a.promptTokens), 'ok');
+      markReply(reply, a);
+      reply.send(json);
+      return { kind: 'answered', ok: true };
+    }
+    return await relayStream(a, res.body, reply, ctx, {
+      started: () => clearTimeout(firstTokenTimer),
+      finished: (report) => {
+        ctx.replicas.succeeded(replica);
+        settle(replica.dialect.countsFrom(report, a.promptTokens), 'ok');
+      },
+    });
+  } catch (error) {
+    const reason = upstream.signal.aborted ? upstream.signal.reason : error;
+    if (a.cancel.aborted) {
+      settle(undefined, 'client_closed');
+      if (raw.headersSent && !raw.writableEnded) endStreamWithError(raw, 'the gateway is shutting down');
+      return { kind: 'cancelled' };
+    }
+    ctx.replicas.failed(replica);
+    const timedOut = reason instanceof UpstreamTimeout || isUndiciTimeout(reason);
+    settle(undefined, timedOut ? 'timeout' : 'replica_error');
+    const message = timedOut
+      ? `replica ${replica.url} timed out waiting for the ${reason instanceof UpstreamTimeout ? reason.message : 'answer'}`
+      : `replica ${replica.url} failed: ${describe(reason)}`;
+    if (raw.headersSent) {
+      // Streaming had begun: end it with an error event and a clean close, never a hang.
+      if (!raw.writableEnded) endStreamWithError(raw, message);
+      return { kind: 'answered', ok: false };
+    }
+    return {
+      kind: 'retryable',
+      status: timedOut ? 504 : 502,
+      message,
+      code: timedOut ? 'replica_timeout' : 'replica_failed',
+    };
+  } finally {
+    clearTimeout(firstTokenTimer);
+    a.cancel.removeEventListener('abort', onCancel);
+    replica.inflight--;
+    ctx.metrics.inflight.dec({ replica: label });
+    if (!settled) settle(undefined, 'replica_error'); // unreachable by design; keeps counts exact regardless
+  }
+}
+
+interface StreamHooks {
+  started(): void;
+  finished(report: FinalReport): void;
+}
+
+/** Relay SSE events; the client's headers go out with the first event, so earlier failures stay retryable. */
+async function relayStream(
+  a: Attempt,
+  body: AsyncIterable<Buffer>,
+  reply: FastifyReply,
+  ctx: ForwardContext,
+  hooks: StreamHooks,
+): Promise<AttemptOutcome> {
+  const raw = reply.raw;
+  const clientWantsUsage = a.body.stream_options?.include_usage === true;
+  let usage: UpstreamUsage | undefined;
+  let timings: LlamaTimings | undefined;
+  let first = true;
+  const events = new SseSplitter();
+  const begin = () => {
+    first = false;
+    hooks.started();
+    ctx.policy.requestStarted(a.id, ctx.now());
+    ctx.policy.requestFirstToken(a.id, ctx.now());
+    ctx.metrics.ttft.observe(ctx.now() - a.arrival);
+    reply.hijack();
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-preble-replica': a.replica.url,
+      'x-preble-branch': a.decision.branch,
+    });
+  };
+  for await (const chunk of body) {
+    for (const { raw: event, data } of events.push(chunk)) {
+      if (data !== '' && data !== '[DONE]' && (data.includes('"usage"') || data.includes('"timings"'))) {
+        const parsed = JSON.parse(data) as {
+          usage?: UpstreamUsage | null;
+          timings?: LlamaTimings;
+          choices?: unknown[];
+        };
+        if (parsed.usage) usage = parsed.usage;
+        if (parsed.timings) timings = parsed.timings;
+        if (!clientWantsUsage && parsed.choices?.length === 0) continue; // the usage-only chunk they did not ask for
+      }
+      if (first) begin();
+      if (!raw.write(event)) await drained(raw, a.cancel);
+    }
+  }
+  if (first) begin();
+  if (events.rest.length > 0) raw.write(events.rest);
+  hooks.finished({ usage, timings });
+  raw.end();
+  return { kind: 'answered', ok: true };
+}
+
+/** Wait for the client to take more data, or for the attempt to be cancelled (a client that left never drains). */
+async function drained(raw: ServerResponse, cancel: AbortSignal): Promise<void> {
+  if (raw.destroyed) throw new Error('client connection closed');
+  await once(raw, 'drain', { signal: cancel });
+}
+
+function endStreamWithError(raw: ServerResponse, message: string): void {
+  if (raw.destroyed) return; // the client is gone: nobody to tell
+  raw.write(
+    `data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code: 'replica_failed' } })}\n\n`,
+  );
+  raw.end();
+}
+
+function markReply(reply: FastifyReply, a: Attempt): void {
+  reply.header('x-preble-replica', a.replica.url);
+  reply.header('x-preble-branch', a.decision.branch);
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The message inside an OpenAI-style error body, else the text itself (trimmed). */
+function upstreamMessage(text: string): string {
+  try {
+    const m = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof m === 'string') return m;
+  } catch {
+    // not JSON: fall through
+  }
+  return text.slice(0, 200).trim() || '(empty body)';
+}
+
+function isUndiciTimeout(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT'
+  );
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? `${error.message} (${code})` : error.message;
+  }
+  return String(error);
+}

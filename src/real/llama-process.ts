@@ -1,0 +1,137 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+
+export interface LlamaProcessOptions {
+  binary: string;
+  args: readonly string[];
+  /** Base URL the server will listen on, for the health check. */
+  url: string;
+  startTimeoutMs: number;
+  /** Every log line of the server (it logs to stderr); without it only a tail is kept. */
+  onLog?: (line: string) => void;
+}
+
+const TAIL_LINES = 40;
+
+/** One running llama-server child, with the last lines of its output kept for error messages. */
+export class LlamaProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  private readonly tail: string[] = [];
+  private spawnError: string | undefined;
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  readonly exited: Promise<void>;
+
+  private constructor(private readonly options: LlamaProcessOptions) {
+    this.child = spawn(options.binary, options.args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: withoutLlamaArgs(),
+    });
+    // No pid when spawn failed (ENOENT, EACCES); the 'error' event below carries the reason.
+    this.pid = this.child.pid ?? 0;
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        this.exitInfo = { code, signal };
+        resolve();
+      });
+      this.child.once('error', (error) => {
+        this.spawnError = error.message;
+        this.exitInfo ??= { code: null, signal: null };
+        resolve();
+      });
+    });
+    // Always drain the pipes: a full pipe would block the server.
+    for (const stream of [this.child.stdout, this.child.stderr]) {
+      let partial = '';
+      stream?.on('data', (chunk: Buffer) => {
+        const lines = (partial + chunk.toString('utf8')).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) this.log(line);
+      });
+    }
+  }
+
+  private log(line: string): void {
+    this.tail.push(line);
+    if (this.tail.length > TAIL_LINES) this.tail.shift();
+    this.options.onLog?.(line);
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  /** The last lines the server printed. */
+  lastLines(n = 15): string {
+    return this.tail.slice(-n).join('\n');
+  }
+
+  /** Spawn the server and wait until GET /health answers 200 (the model is loaded). */
+  static async start(options: LlamaProcessOptions): Promise<LlamaProcess> {
+    const proc = new LlamaProcess(options);
+    const deadline = Date.now() + options.startTimeoutMs;
+    while (Date.now() < deadline) {
+      if (!proc.running) {
+        if (proc.spawnError) throw new Error(`could not run ${options.binary}: ${proc.spawnError}`);
+        const { code, signal } = proc.exitInfo!;
+        const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+        throw new Error(`llama-server ${how} before it was ready; its last output:\n${proc.lastLines()}`);
+      }
+      if (await healthy(options.url)) return proc;
+      await sleep(100);
+    }
+    await proc.stop(2000);
+    throw new Error(
+      `llama-server at ${options.url} was not ready within ${options.startTimeoutMs / 1000} s; ` +
+        `its last output:\n${proc.lastLines()}`,
+    );
+  }
+
+  /** SIGTERM by PID, then SIGKILL if it has not exited after `graceMs`. */
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.running) return;
+    this.signal('SIGTERM');
+    const cancel = new AbortController();
+    const timer = sleep(graceMs, 'timeout' as const, { signal: cancel.signal }).catch(
+      () => 'exited' as const,
+    );
+    const outcome = await Promise.race([this.exited.then(() => 'exited' as const), timer]);
+    cancel.abort(); // do not keep the event loop alive for the rest of the grace period
+    if (outcome === 'timeout') {
+      this.signal('SIGKILL');
+      await this.exited;
+    }
+  }
+
+  /** Kill at once, as a crash would (SIGKILL by PID), and wait for the exit. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.signal('SIGKILL');
+    await this.exited;
+  }
+
+  private signal(signal: NodeJS.Signals): void {
+    if (this.pid <= 0) return; // never kill(0) or kill(-1): those signal whole process groups
+    try {
+      process.kill(this.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The environment minus llama.cpp's LLAMA_ARG_* settings, so only the explicit flags configure a replica. */
+function withoutLlamaArgs(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLAMA_ARG_')));
+}
+
+async function healthy(url: string): Promise<boolean> {
+  try {
+    const res = await request(`${url}/health`, { headersTimeout: 2000, bodyTimeout: 2000 });
+    await res.body.dump();
+    return res.statusCode === 200;
+  } catch {
+    return false; // not listening yet
+  }
+}

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parseGatewayConfig, readConfigFile, resolveSecret } from '../../src/gateway/config.ts';
+
+test('a minimal config gets every default, bare URLs become preble replicas', () => {
+  const c = parseGatewayConfig({ port: 8080, replicas: ['http://127.0.0.1:9000'] });
+  assert.equal(c.policy, 'e2');
+  assert.equal(c.limits.maxQueue, 1024);
+  assert.equal(c.timeouts.firstTokenSeconds, 120);
+  assert.equal(c.retries.attempts, 2);
+  assert.equal(c.breaker.failureThreshold, 3);
+  assert.deepEqual(c.replicas, [{ url: 'http://127.0.0.1:9000', dialect: 'preble' }]);
+  assert.equal(c.logBodies, false);
+});
+
+test('config errors are one line naming the field', () => {
+  const cases: [unknown, RegExp][] = [
+    [{}, /^f: port: /],
+    [{ port: 1, replicas: ['ftp://x'] }, /^f: replicas\.0\.url: must be an http\(s\) URL$/],
+    [{ port: 1, replicas: [{ url: 'http://a', dialect: 'tgi' }] }, /^f: replicas\.0\.dialect: /],
+    [{ port: 1, limits: { maxQueue: -1 } }, /^f: limits\.maxQueue: /],
+    [{ port: 1, limtis: {} }, /^f: \(top level\): .*limtis/],
+    [{ port: 1, auth: { adminKey: 'short' } }, /^f: auth\.adminKey: must be at least 16 characters$/],
+    [{ port: 1, auth: { keys: [{ name: 'a' }] } }, /^f: auth\.keys\.0: give exactly one of key, keyEnv$/],
+  ];
+  for (const [raw, pattern] of cases) {
+    assert.throws(
+      () => parseGatewayConfig(raw, 'f'),
+      (e: Error) => pattern.test(e.message) && !e.message.includes('\n'),
+      JSON.stringify(raw),
+    );
+  }
+});
+
+test('YAML files are read with one-line errors; secrets come from the environment', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'preble-config-'));
+  const good = join(dir, 'good.yaml');
+  writeFileSync(
+    good,
+    'port: 8080\nreplicas:\n  - url: http://127.0.0.1:9000\n    dialect: llamacpp\nlimits:\n  maxConcurrent: 4\n',
+  );
+  const c = parseGatewayConfig(readConfigFile(good), good);
+  assert.equal(c.replicas[0]!.dialect, 'llamacpp');
+  assert.equal(c.limits.maxConcurrent, 4);
+  const bad = join(dir, 'bad.yaml');
+  writeFileSync(bad, 'port: [1\n');
+  assert.throws(() => readConfigFile(bad), /bad\.yaml: not valid YAML: /);
+  assert.throws(
+    () => readConfigFile(join(dir, 'missing.yaml')),
+    /cannot read config .*missing\.yaml: ENOENT/,
+  );
+  assert.equal(resolveSecret(undefined, 'K', 'auth.adminKeyEnv', { K: 'x'.repeat(16) }), 'x'.repeat(16));
+  assert.throws(
+    () => resolveSecret(undefined, 'K', 'auth.adminKeyEnv', {}),
+    /auth\.adminKeyEnv: environment variable K is unset/,
+  );
+});
