@@ -14,6 +14,8 @@ export interface HttpLoadOptions {
   /** Arrival times are divided by this (replicas emulating time faster than real). Default 1. */
   readonly timeScale?: number;
   readonly connections?: number;
+  /** Fields added to every request body (e.g. llama.cpp's `ignore_eos` for fixed output lengths). */
+  readonly extraBody?: Readonly<Record<string, unknown>>;
 }
 
 /** What the client saw of one request (times in the requests' seconds: wall time x timeScale). */
@@ -71,6 +73,7 @@ async function send(
       max_tokens: r.outputTokens,
       stream: true,
       stream_options: { include_usage: true },
+      ...options.extraBody,
     }),
   });
   let ttft = -1;

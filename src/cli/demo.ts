@@ -1,79 +1,200 @@
 import type { Command } from 'commander';
+import { costModelPreset } from '../core/cost-model/presets.ts';
 import { parsePolicyList } from '../core/policies/registry.ts';
-import { type DemoResult, runDemo } from '../demo/demo.ts';
+import { type DemoOptions, type DemoResult, runDemo } from '../demo/demo.ts';
+import { emulatedFleet } from '../demo/emulated-fleet.ts';
+import { llamaFleet } from '../demo/llama-fleet.ts';
+import { renderTokens } from '../demo/render.ts';
+import { sharedPrefixRequests } from '../demo/shared-prefix.ts';
+import { isLlamaPreset } from '../real/gguf/presets.ts';
+import { ensureLlamaServer } from '../real/llama-build.ts';
+import { cachedModel } from '../real/model-cache.ts';
 import { fixed, textTable } from '../report/text-table.ts';
+import { runSimulation } from '../sim/run.ts';
+import { decodeChars } from '../text/char-tokenizer.ts';
+import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 
 interface DemoFlags {
-  replicas: number;
+  real?: boolean;
+  replicas?: number;
   workload: string;
-  requests: number;
-  rps: number;
-  policy: string;
+  requests?: number;
+  rps?: number;
+  policy?: string;
   model: string;
   timeScale: number;
   seed: number;
+  preset: string;
+  slots: number;
+  ctx: number;
   json?: boolean;
 }
+
+/** The cost-model preset fitted to the CPU llama.cpp replicas (docs/results/calibration). */
+const REAL_COST_MODEL = 'llamacpp-small-cpu';
 
 export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description(
-      'emulated replicas + the gateway on local ports, a shared-prefix workload over real HTTP, policies compared',
+      'replicas + the gateway on local ports, a shared-prefix workload over real HTTP, policies compared',
     )
-    .option('--replicas <n>', 'emulated replicas', positiveInt, 4)
-    .option('--workload <name>', 'workload generator', 'video-qa')
-    .option('--requests <n>', 'requests per policy', positiveInt, 300)
-    .option('--rps <r>', 'arrival rate in emulated seconds', positiveNumber, 6)
-    .option('--policy <list>', "policies to compare, or 'all'", 'e2,round-robin,least-load,cache-aware')
-    .option('--model <preset>', "replicas' cost-model preset", 'mistral-7b-a6000')
-    .option('--time-scale <x>', 'replicas run this much faster than real time', positiveNumber, 10)
+    .option('--real', 'real llama.cpp replicas (built once, cached) instead of emulated ones')
+    .option('--replicas <n>', 'replicas (default 4 emulated, 2 real)', positiveInt)
+    .option('--workload <name>', 'workload generator (emulated replicas)', 'video-qa')
+    .option('--requests <n>', 'requests per policy (default 300 emulated, 40 real)', positiveInt)
+    .option(
+      '--rps <r>',
+      "arrival rate in the replicas' seconds (default 6 emulated, 0.6 real)",
+      positiveNumber,
+    )
+    .option(
+      '--policy <list>',
+      "policies to compare, or 'all' (default e2,round-robin,least-load,cache-aware; real: e2,round-robin)",
+    )
+    .option('--model <preset>', "emulated replicas' cost-model preset", 'mistral-7b-a6000')
+    .option('--time-scale <x>', 'emulated replicas run this much faster than real time', positiveNumber, 10)
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option('--preset <size>', 'real: model size (tiny, small, medium)', 'small')
+    .option('--slots <n>', 'real: slots per replica (-np)', positiveInt, 4)
+    .option('--ctx <n>', 'real: KV context per replica (-c)', positiveInt, 16_384)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: DemoFlags) => demo(flags));
 }
 
-async function demo(flags: DemoFlags): Promise<void> {
-  const policies = parsePolicyList(flags.policy);
-  process.stderr.write(
-    `${flags.replicas} emulated ${flags.model} replicas (${flags.timeScale}x real time) behind the gateway; ` +
-      `${flags.requests} ${flags.workload} requests at ${flags.rps} req/s per policy\n`,
-  );
-  const results = await runDemo(
-    {
-      replicas: flags.replicas,
+async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
+  const seed = flags.seed;
+  if (flags.real !== true) {
+    const requests = flags.requests ?? 300;
+    const rps = flags.rps ?? 6;
+    const replicas = flags.replicas ?? 4;
+    process.stderr.write(
+      `${replicas} emulated ${flags.model} replicas (${flags.timeScale}x real time) behind the gateway; ` +
+        `${requests} ${flags.workload} requests at ${rps} req/s per policy\n`,
+    );
+    return {
+      replicas,
       workload: flags.workload,
-      requests: flags.requests,
-      rps: flags.rps,
-      policies,
+      requests: [...createWorkload(flags.workload, { requests, rps, seed })],
+      render: renderTokens,
+      rps,
+      policies: parsePolicyList(flags.policy ?? 'e2,round-robin,least-load,cache-aware'),
       model: flags.model,
+      costModel: flags.model,
       timeScale: flags.timeScale,
-      seed: flags.seed,
-    },
-    (r) =>
-      process.stderr.write(
-        `${r.policy}: mean latency ${r.latency.mean.toFixed(2)} s, hit rate ${r.cacheHitRate.toFixed(2)}\n`,
-      ),
-  );
-  if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ results })}\n`);
-    return;
+      seed,
+      fleet: emulatedFleet(flags.model, flags.timeScale),
+    };
   }
-  process.stdout.write(`\n${demoTable(results)}\n\nTimes are in the replicas' emulated seconds.\n`);
+  if (!isLlamaPreset(flags.preset))
+    throw new Error(`--preset: expected tiny, small or medium, got '${flags.preset}'`);
+  const policies = parsePolicyList(flags.policy ?? 'e2,round-robin');
+  const replicas = flags.replicas ?? 2;
+  const rps = flags.rps ?? 0.6;
+  const requests = sharedPrefixRequests({
+    requests: flags.requests ?? 40,
+    prefixes: 8,
+    prefixChars: 1500,
+    suffixChars: 40,
+    outputTokens: 8,
+    rps,
+    seed,
+  });
+  const progress = (line: string) => process.stderr.write(`${line}\n`);
+  const binary = await ensureLlamaServer({ onProgress: progress });
+  const model = await cachedModel(flags.preset, seed, progress);
+  process.stderr.write(
+    `${replicas} llama-server replicas (${flags.preset} model, 1 thread, ${flags.slots} slots, ${flags.ctx} tokens of KV, ` +
+      `no RAM prompt cache) behind the gateway; ${requests.length} requests (8 shared 1,500-character prefixes) at ${rps} req/s per policy\n`,
+  );
+  return {
+    replicas,
+    workload: 'shared-prefix',
+    requests,
+    render: decodeChars,
+    rps,
+    policies,
+    model: 'preble-llama',
+    costModel: REAL_COST_MODEL,
+    timeScale: 1,
+    seed,
+    fleet: llamaFleet({ binary, model, slots: flags.slots, ctx: flags.ctx }),
+    // Random weights may sample EOS at any step: fixed lengths make the policies' work comparable.
+    extraBody: { ignore_eos: true, temperature: 0 },
+  };
 }
 
-function demoTable(results: readonly DemoResult[]): string {
+/** The simulator's prediction for the same stream on the same number of replicas (real runs). */
+function predictedMeanLatency(options: DemoOptions, policy: string): number {
+  const { report } = runSimulation({
+    policy,
+    workload: options.workload,
+    instances: options.replicas,
+    rps: options.rps,
+    costModel: costModelPreset(options.costModel),
+    requests: () => options.requests,
+    seed: options.seed,
+  });
+  return report.latency.mean;
+}
+
+async function demo(flags: DemoFlags): Promise<void> {
+  const options = await demoOptions(flags);
+  const results = await runDemo(options, (r) =>
+    process.stderr.write(
+      `${r.policy}: mean latency ${r.latency.mean.toFixed(2)} s, hit rate ${r.cacheHitRate.toFixed(2)}\n`,
+    ),
+  );
+  const real = flags.real === true;
+  const predicted = real ? results.map((r) => predictedMeanLatency(options, r.policy)) : undefined;
+  if (flags.json) {
+    const out = results.map((r, i) => (predicted === undefined ? r : { ...r, simMeanLatency: predicted[i] }));
+    process.stdout.write(`${JSON.stringify({ results: out })}\n`);
+    return;
+  }
+  process.stdout.write(`\n${demoTable(results, predicted)}\n\n`);
+  process.stdout.write(
+    real
+      ? `Real computation on llama-server (random weights). "sim" is preble sim's prediction for the same stream with the ${REAL_COST_MODEL} preset.\n`
+      : "Times are in the replicas' emulated seconds.\n",
+  );
+}
+
+function demoTable(results: readonly DemoResult[], predicted: readonly number[] | undefined): string {
+  const real = predicted !== undefined;
+  const head = [
+    'policy',
+    'lat mean s',
+    'lat p99 s',
+    'ttft mean s',
+    'ttft p99 s',
+    'cached share',
+    'requests per replica',
+  ];
+  if (real) head.push('prompt s per replica', 'wall s', 'sim mean s', 'sim error');
   return textTable(
-    ['policy', 'lat mean s', 'lat p99 s', 'ttft mean s', 'ttft p99 s', 'hit rate', 'requests per replica'],
-    results.map((r) => [
-      r.policy,
-      fixed(r.latency.mean, 2),
-      fixed(r.latency.p99, 2),
-      fixed(r.ttft.mean, 2),
-      fixed(r.ttft.p99, 2),
-      fixed(r.cacheHitRate, 3),
-      r.perInstance.map((i) => i.requests).join(' / '),
-    ]),
+    head,
+    results.map((r, i) => {
+      const row = [
+        r.policy,
+        fixed(r.latency.mean, 2),
+        fixed(r.latency.p99, 2),
+        fixed(r.ttft.mean, 2),
+        fixed(r.ttft.p99, 2),
+        fixed(r.cacheHitRate, 3),
+        r.perInstance.map((p) => p.requests).join(' / '),
+      ];
+      if (real) {
+        const sim = predicted[i]!;
+        row.push(
+          r.perInstance.map((p) => fixed(p.promptSeconds ?? 0, 1)).join(' / '),
+          fixed(r.wallSeconds, 1),
+          fixed(sim, 2),
+          `${(((sim - r.latency.mean) / r.latency.mean) * 100).toFixed(0)}%`,
+        );
+      }
+      return row;
+    }),
   );
 }

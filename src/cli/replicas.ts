@@ -1,11 +1,10 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { prebleCacheDir } from '../real/cache-dir.ts';
 import { writeGgufModel } from '../real/gguf/llama-model.ts';
 import { isLlamaPreset, type LlamaPresetName } from '../real/gguf/presets.ts';
 import { ensureLlamaServer } from '../real/llama-build.ts';
+import { cachedModel } from '../real/model-cache.ts';
 import { startLlamaReplicas } from '../real/replicas.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
 
@@ -84,15 +83,7 @@ async function modelPath(flags: StartFlags): Promise<string> {
     if (!existsSync(path)) throw new Error(`--model: no such file: ${path}`);
     return path;
   }
-  const dir = join(prebleCacheDir(), 'models');
-  const path = join(dir, `${flags.preset}-seed${flags.seed}.gguf`);
-  if (!existsSync(path)) {
-    // writeGgufModel renames into place at the end, so an existing file is a complete one.
-    await mkdir(dir, { recursive: true });
-    progress(`writing the ${flags.preset} model to ${path}`);
-    await writeGgufModel({ preset: flags.preset, seed: flags.seed, path });
-  }
-  return path;
+  return cachedModel(flags.preset, flags.seed, progress);
 }
 
 async function startReplicas(flags: StartFlags): Promise<void> {

@@ -1,24 +1,32 @@
 import { type HttpRecord, runHttpLoad } from '../bench/http-load.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { createGlobalPolicy } from '../core/policies/registry.ts';
-import { createEngineServer } from '../emulator/server.ts';
 import { createGateway } from '../gateway/server.ts';
 import { percentiles } from '../report/stats.ts';
-import { createWorkload } from '../workloads/registry.ts';
-import { renderTokens } from './render.ts';
+import type { WorkloadRequest } from '../workloads/types.ts';
+import type { FleetFactory } from './fleet.ts';
 
 export interface DemoOptions {
   readonly replicas: number;
+  /** Label of the request stream. */
   readonly workload: string;
-  readonly requests: number;
-  /** Arrival rate in the replicas' emulated seconds. */
+  /** The stream every policy gets, identical; arrival times in the replicas' seconds. */
+  readonly requests: readonly WorkloadRequest[];
+  /** Token ids to the prompt text the replicas tokenize back to the same sharing. */
+  readonly render: (tokens: Uint32Array) => string;
+  /** Arrival rate in the replicas' seconds (for the report). */
   readonly rps: number;
   readonly policies: readonly string[];
-  /** Cost-model preset the emulated replicas (and E2) use. */
+  /** The model name requests ask for. */
   readonly model: string;
-  /** How much faster than real time the replicas run. */
+  /** Cost-model preset E2 prices work with (the replicas' hardware). */
+  readonly costModel: string;
+  /** How much faster than real time the replicas run (1 for real engines). */
   readonly timeScale: number;
   readonly seed: number;
+  readonly fleet: FleetFactory;
+  /** Added to every request body. */
+  readonly extraBody?: Readonly<Record<string, unknown>>;
 }
 
 /** One policy's run, in the shape of `preble sim --json` (what HTTP cannot measure is left out). */
@@ -33,58 +41,50 @@ export interface DemoResult {
   readonly ttft: ReturnType<typeof percentiles>;
   readonly cacheHitRate: number;
   readonly throughputRps: number;
-  readonly perInstance: { requests: number; cacheHitRate: number }[];
+  readonly wallSeconds: number;
+  readonly perInstance: { requests: number; cacheHitRate: number; promptSeconds?: number }[];
 }
 
 /**
- * For each policy in turn: fresh emulated replicas and a gateway on free local ports, the same
- * request stream sent over real HTTP, then everything stopped. Times are in emulated seconds.
+ * For each policy in turn: a fresh fleet and a gateway on free local ports, the same request
+ * stream sent over real HTTP, then everything stopped. Times are in the replicas' seconds.
  */
 export async function runDemo(
   options: DemoOptions,
   onPolicy?: (r: DemoResult) => void,
 ): Promise<DemoResult[]> {
-  const requests = [
-    ...createWorkload(options.workload, { requests: options.requests, rps: options.rps, seed: options.seed }),
-  ];
-  const costModel = costModelPreset(options.model);
+  const costModel = costModelPreset(options.costModel);
   const results: DemoResult[] = [];
   for (const policy of options.policies) {
-    const engines = [];
-    for (let i = 0; i < options.replicas; i++) {
-      const engine = createEngineServer({
-        model: options.model,
-        timeScale: options.timeScale,
-        queuePolicy: 'lpm',
-      });
-      engines.push({ engine, url: (await engine.listen(0, '127.0.0.1')).url });
-    }
-    const gateway = createGateway({
-      policy: createGlobalPolicy(policy, { costModel, seed: options.seed }),
-      replicas: engines.map((e) => e.url),
-      replicaKvTokens: costModel.kvCapacityTokens,
-      timeScale: options.timeScale,
-    });
+    const fleet = await options.fleet(options.replicas);
     try {
-      const url = await gateway.listen(0, '127.0.0.1');
-      const records = await runHttpLoad({
-        url,
-        model: options.model,
-        requests,
-        render: renderTokens,
+      const gateway = createGateway({
+        policy: createGlobalPolicy(policy, { costModel, seed: options.seed }),
+        replicas: fleet.urls.map((url) => ({ url, dialect: fleet.dialect })),
+        replicaKvTokens: costModel.kvCapacityTokens,
         timeScale: options.timeScale,
       });
-      const result = summarize(
-        policy,
-        options,
-        engines.map((e) => e.url),
-        records,
-      );
-      onPolicy?.(result);
-      results.push(result);
+      try {
+        const url = await gateway.listen(0, '127.0.0.1');
+        const started = performance.now();
+        const records = await runHttpLoad({
+          url,
+          model: options.model,
+          requests: options.requests,
+          render: options.render,
+          timeScale: options.timeScale,
+          ...(options.extraBody === undefined ? {} : { extraBody: options.extraBody }),
+        });
+        const wallSeconds = (performance.now() - started) / 1000;
+        const promptSeconds = await fleet.promptSeconds?.();
+        const result = summarize(policy, options, fleet.urls, records, wallSeconds, promptSeconds);
+        onPolicy?.(result);
+        results.push(result);
+      } finally {
+        await gateway.close();
+      }
     } finally {
-      await gateway.close();
-      for (const e of engines) await e.engine.close(0);
+      await fleet.stop();
     }
   }
   return results;
@@ -95,6 +95,8 @@ function summarize(
   options: DemoOptions,
   urls: readonly string[],
   records: readonly HttpRecord[],
+  wallSeconds: number,
+  promptSeconds: readonly number[] | undefined,
 ): DemoResult {
   const ok = records.filter((r) => r.status === 200 && r.ttft >= 0);
   let prompt = 0;
@@ -116,12 +118,14 @@ function summarize(
     ttft: percentiles(ok.map((r) => r.ttft)),
     cacheHitRate: prompt > 0 ? cached / prompt : 0,
     throughputRps: end > begin ? ok.length / (end - begin) : 0,
-    perInstance: urls.map((u) => {
+    wallSeconds,
+    perInstance: urls.map((u, i) => {
       const mine = ok.filter((r) => r.replica === u);
       const p = mine.reduce((s, r) => s + r.promptTokens, 0);
       return {
         requests: mine.length,
         cacheHitRate: p > 0 ? mine.reduce((s, r) => s + r.cachedTokens, 0) / p : 0,
+        ...(promptSeconds === undefined ? {} : { promptSeconds: promptSeconds[i]! }),
       };
     }),
   };

@@ -10,9 +10,19 @@ after(async () => {
 });
 async function engineProcess(port = 0): Promise<PrebleProcess> {
   // Time runs at 4x: a request's prefill and its 60 tokens take a good fraction of a second.
-  const p = await startPreble(['engine', '--port', String(port), '--time-scale', '4']);
+  const p = await startPreble(['engine', '--port', String(port), '--time-scale', '4', '--fault-admin']);
   processes.push(p);
   return p;
+}
+
+/** Change a replica's injected faults; answers the number of requests it holds. */
+async function faults(url: string, patch: Record<string, unknown>): Promise<{ active: number }> {
+  const res = await fetch(`${url}/_preble/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(patch),
+  });
+  return (await res.json()) as { active: number };
 }
 
 interface Outcome {
@@ -65,24 +75,28 @@ test('a replica killed mid-run: unstarted requests are retried and succeed, star
     retries: { attempts: 3, backoffSeconds: 0.01 },
   });
   try {
-    // Many streams at once, round robin: half on each replica, some prefilling, some streaming.
+    // Many long streams at once, round robin: half on each replica.
     let startedOnA = 0;
     let streamingOnA = 0;
-    const firstWave = Array.from({ length: 24 }, (_, i) =>
+    const firstWave = Array.from({ length: 12 }, (_, i) =>
       stream(url, `${'shared system prompt '.repeat(40)} question ${i}`, 400, (replica) => {
         if (replica === a.url) streamingOnA++;
       }),
     );
-    // Kill A once a client is reading a stream from it (long streams: they are still under way).
-    for (let i = 0; i < 2000 && streamingOnA === 0; i++) await sleep(5);
-    assert.ok(streamingOnA > 0, 'a stream from A had begun before the kill');
+    for (let i = 0; i < 4000 && streamingOnA === 0; i++) await sleep(2);
+    assert.ok(streamingOnA > 0, 'a stream from A had begun');
+    // From now on A holds new requests before answering: those are certainly not started.
+    await faults(a.url, { firstByteDelay: 60 });
+    const secondWave = Array.from({ length: 8 }, (_, i) => stream(url, `held by A ${i}`, 20));
+    for (let i = 0; i < 4000 && (await faults(a.url, {})).active === 0; i++) await sleep(2);
     const port = Number(new URL(a.url).port);
     await a.stop('SIGKILL');
     // Requests that arrive after the kill: none may fail.
-    const secondWave = Array.from({ length: 8 }, (_, i) => stream(url, `after the kill ${i}`, 20));
+    const thirdWave = Array.from({ length: 8 }, (_, i) => stream(url, `after the kill ${i}`, 20));
     const first = await Promise.all(firstWave);
     const second = await Promise.all(secondWave);
-    for (const o of [...first, ...second]) {
+    const third = await Promise.all(thirdWave);
+    for (const o of [...first, ...second, ...third]) {
       assert.equal(o.status, 200);
       assert.ok(
         o.done !== o.error,
@@ -94,7 +108,8 @@ test('a replica killed mid-run: unstarted requests are retried and succeed, star
       }
     }
     assert.ok(startedOnA >= 1, 'some streams were under way on the killed replica');
-    for (const o of second) assert.ok(o.done, 'requests after the kill all succeed');
+    for (const o of [...second, ...third])
+      assert.ok(o.done, 'requests not started at the kill, or sent after it, all succeed');
     assert.ok(
       (await gatewayMetric(gateway, 'preble_retries_total')) >= 1,
       'unstarted requests were retried elsewhere',
