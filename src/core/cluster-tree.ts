@@ -42,7 +42,11 @@ class InstanceCache {
   usedTokens = 0;
   lruHead: InstanceSlot | null = null;
   lruTail: InstanceSlot | null = null;
-  constructor(public capacityTokens: number) {}
+  constructor(
+    public capacityTokens: number,
+    /** A prefix pinned by an in-flight request cannot serve another one (see InstanceInfo). */
+    public exclusivePrefixes: boolean,
+  ) {}
 }
 
 /** The result of matching a prompt: the path and how much of it each instance caches. */
@@ -107,13 +111,14 @@ export class ClusterTree {
     return this.tree.size;
   }
 
-  addInstance(instance: InstanceId, capacityTokens: number): void {
+  addInstance(instance: InstanceId, capacityTokens: number, exclusivePrefixes = false): void {
     const existing = this.instances[instance];
     if (existing !== undefined) {
       existing.capacityTokens = capacityTokens;
+      existing.exclusivePrefixes = exclusivePrefixes;
       return;
     }
-    this.instances[instance] = new InstanceCache(capacityTokens);
+    this.instances[instance] = new InstanceCache(capacityTokens, exclusivePrefixes);
     if (instance >= this.matchLen.length) {
       const grown = new Int32Array(Math.max(instance + 1, this.matchLen.length * 2));
       grown.set(this.matchLen);
@@ -160,7 +165,8 @@ export class ClusterTree {
       const end = p === m.path.length - 1 ? node.prefixLen + m.lastNodeMatched : node.endLen;
       let any = false;
       for (const slot of node.data.slots) {
-        if (!slot.cached) continue;
+        if (!slot.cached || (slot.inflight > 0 && this.instances[slot.instance]?.exclusivePrefixes === true))
+          continue;
         if (this.matchLen[slot.instance] === 0) this.touchedInstances.push(slot.instance);
         this.matchLen[slot.instance] = end;
         any = true;
@@ -171,7 +177,9 @@ export class ClusterTree {
       }
     }
     const bestInstances: InstanceId[] = [];
-    if (deepest !== null) for (const s of deepest.data.slots) if (s.cached) bestInstances.push(s.instance);
+    if (deepest !== null)
+      for (const s of deepest.data.slots)
+        if (s.cached && this.matchLen[s.instance] === bestCached) bestInstances.push(s.instance);
     const result: ClusterMatch = {
       path: m.path,
       matched: m.matched,

@@ -76,6 +76,12 @@ export interface InstanceInfo {
   readonly kvCapacityTokens: number;
   /** Maximum prefill tokens per iteration (chunk budget), when known. */
   readonly maxBatchedTokens?: number;
+  /**
+   * A cached prefix serves one request at a time (llama.cpp's slots): while a request that went
+   * through it runs there, a new one cannot share it and recomputes it in another slot. Paged
+   * engines (vLLM, SGLang, the emulated engine) share cached blocks between running requests.
+   */
+  readonly exclusivePrefixes?: boolean;
 }
 
 /** Load signals polled from an instance (engine /metrics or the simulator), for load-based policies. */

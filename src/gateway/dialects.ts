@@ -25,6 +25,8 @@ export type PostJson = (path: string, body: unknown) => Promise<unknown>;
 /** How the gateway talks to one kind of engine: request shape, feedback, load signals, tokenizer. */
 export interface Dialect {
   readonly name: DialectName;
+  /** A cached prefix serves one running request at a time (llama.cpp slots; see InstanceInfo). */
+  readonly exclusivePrefixes: boolean;
   /** The body sent upstream: the client's, plus what the gateway needs for routing feedback. */
   shapeBody(body: Readonly<Record<string, unknown>>, stream: boolean): Record<string, unknown>;
   /** Token counts of a finished request from the engine's final report. */
@@ -111,6 +113,7 @@ const vllmNames = {
 
 const preble: Dialect = {
   name: 'preble',
+  exclusivePrefixes: false,
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
   loadSignal: (text, capacity) =>
@@ -125,6 +128,7 @@ const preble: Dialect = {
 
 const vllm: Dialect = {
   name: 'vllm',
+  exclusivePrefixes: false,
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
   loadSignal: (text, capacity) => gaugeSignal(text, capacity, vllmNames),
@@ -133,6 +137,7 @@ const vllm: Dialect = {
 
 const sglang: Dialect = {
   name: 'sglang',
+  exclusivePrefixes: false,
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
   loadSignal: (text, capacity) =>
@@ -152,6 +157,7 @@ const sglang: Dialect = {
  */
 const llamacpp: Dialect = {
   name: 'llamacpp',
+  exclusivePrefixes: true,
   shapeBody(body, stream) {
     const shaped = withStreamUsage(body, stream);
     if (shaped['cache_prompt'] === undefined) shaped['cache_prompt'] = true;

@@ -165,7 +165,11 @@ export class ReplicaSet {
     if (wanted === 'gone') this.policy.instanceRemoved(replica.id, now);
     else {
       // Coming back from 'gone' is a fresh engine; from 'draining' it resumes with its cache.
-      this.policy.instanceAdded(replica.id, { kvCapacityTokens: replica.kvTokens }, now);
+      this.policy.instanceAdded(
+        replica.id,
+        { kvCapacityTokens: replica.kvTokens, exclusivePrefixes: replica.dialect.exclusivePrefixes },
+        now,
+      );
       if (wanted === 'draining') this.policy.instanceDrained(replica.id, now);
     }
     this.options.onChange?.(replica, from);

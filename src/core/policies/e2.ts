@@ -263,7 +263,7 @@ export class E2Policy extends BasePolicy {
     const capacity = Number.isFinite(info.kvCapacityTokens)
       ? info.kvCapacityTokens
       : this.options.costModel.kvCapacityTokens;
-    this.tree.addInstance(instance, capacity);
+    this.tree.addInstance(instance, capacity, info.exclusivePrefixes === true);
     this.loadFor(instance);
   }
 

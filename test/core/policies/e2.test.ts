@@ -330,3 +330,29 @@ test('an instance re-added under the same id starts with no load', () => {
   assert.equal(p.loadOf(1), 0);
   p.tree.checkInvariants();
 });
+
+test('exclusive prefixes (llama.cpp slots): a cached prefix busy with a running request is not exploited, so a concurrent twin goes elsewhere', () => {
+  for (const exclusivePrefixes of [false, true]) {
+    const p = new E2Policy({ costModel: simpleCostModel(), ...OFF });
+    for (let i = 0; i < 2; i++) p.instanceAdded(i, { kvCapacityTokens: 10_000, exclusivePrefixes }, 0);
+    const first = route(p, concat(seq(100, 0), seq(5, 500)));
+    p.requestFinished(first.id, 1, finished(105));
+    const running = route(p, concat(seq(100, 0), seq(5, 600)), 2);
+    assert.equal(running.branch, 'exploit');
+    assert.equal(running.instance, first.instance);
+    const twin = route(p, concat(seq(100, 0), seq(5, 700)), 2);
+    if (exclusivePrefixes) {
+      assert.equal(twin.branch, 'explore', 'the only copy of the prefix is busy');
+      assert.notEqual(twin.instance, first.instance);
+      assert.equal(twin.matchedTokens, 0);
+    } else {
+      assert.equal(twin.branch, 'exploit', 'paged engines share the cached prefix');
+      assert.equal(twin.instance, first.instance);
+    }
+    // Once the running request is done, the prefix is free to serve again.
+    p.requestFinished(running.id, 3, finished(105, 100));
+    p.requestFinished(twin.id, 3, finished(105));
+    const later = route(p, concat(seq(100, 0), seq(5, 800)), 4);
+    assert.equal(later.branch, 'exploit');
+  }
+});
