@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadHfTokenizer } from '../../src/text/hf-tokenizer.ts';
+import { complete, type Engine, MODEL, startEngine, startGateway } from './helpers.ts';
+
+const fixture = fileURLToPath(new URL('../fixtures/hf-tokenizer', import.meta.url));
+const closers: (() => Promise<unknown>)[] = [];
+after(async () => {
+  for (const c of closers.reverse()) await c();
+});
+async function engine(): Promise<Engine> {
+  const e = await startEngine();
+  closers.push(() => e.server.close(0));
+  return e;
+}
+
+test('hf:PATH: the gateway routes and limits on the tokenizer.json tokens, not on characters', async () => {
+  const e = await engine();
+  const tokenizer = await loadHfTokenizer(fixture);
+  // "hello world " is 12 characters but 3 tokens of the fixture's BPE (hello, Ġworld, Ġ) + BOS.
+  const prompt = 'hello world '.repeat(10);
+  const tokens = (await tokenizer.tokenize({ kind: 'completions', prompt })).length;
+  assert.ok(tokens < prompt.length / 2, `${tokens} tokens for ${prompt.length} characters`);
+  const { gateway, url } = await startGateway([e.url], { tokenizer, limits: { promptTokens: tokens } }, 'e2');
+  closers.push(() => gateway.close());
+  assert.equal(
+    (await complete(url, { prompt })).status,
+    200,
+    'within the limit in tokens, though not in characters',
+  );
+  assert.equal((await complete(url, { prompt: `${prompt}hello` })).status, 400);
+});
+
+test('backend: the gateway asks a replica for its token ids (chats rendered by the replica), and answers 503 when none can', async () => {
+  const e = await engine();
+  const { gateway, url } = await startGateway(
+    [e.url],
+    { tokenizer: 'backend', limits: { promptTokens: 60 } },
+    'e2',
+  );
+  closers.push(() => gateway.close());
+  assert.equal((await complete(url, { prompt: 'x'.repeat(60) })).status, 200);
+  const long = await complete(url, { prompt: 'x'.repeat(61) });
+  assert.equal(long.status, 400);
+  assert.match((long.json['error'] as { message: string }).message, /61 tokens/);
+  const chat = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+  });
+  assert.equal(chat.status, 200);
+  await chat.json();
+  await e.server.close(0);
+  const down = await complete(url, { prompt: 'hello' });
+  assert.equal(down.status, 503);
+  assert.equal((down.json['error'] as { code: string }).code, 'service_unavailable');
+});
