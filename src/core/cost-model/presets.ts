@@ -10,6 +10,13 @@ import {
 import { linearCostModel } from './linear.ts';
 import { LLAMA2_7B_H100_COEFFICIENTS } from './llama2-7b-h100.ts';
 import { LLAMA3_70B_H100_COEFFICIENTS, LLAMA3_70B_H100_GPU_COUNT } from './llama3-70b-h100.ts';
+import {
+  LLAMACPP_SMALL_CPU_COEFFICIENTS,
+  LLAMACPP_SMALL_CPU_KV_TOKENS,
+  LLAMACPP_SMALL_MODEL,
+  llamaCppCpuCostModel,
+  ONE_EPYC_THREAD,
+} from './llamacpp-small-cpu.ts';
 import { MODEL_SHAPES, type ModelName } from './model-shapes.ts';
 import { prebleMistralA6000CostModel } from './preble-mistral-a6000.ts';
 import { rooflineCostModel } from './roofline.ts';
@@ -25,6 +32,8 @@ export interface PresetOverrides {
 interface NamedPreset {
   readonly instance: Omit<Instance, 'memoryFraction'>;
   readonly build: (memory: KvMemory) => CostModel;
+  /** Fixed capacity (an engine's configured KV size) instead of what memory allows; overrides still win. */
+  readonly kvCapacityTokens?: number;
 }
 
 /*
@@ -48,6 +57,11 @@ const NAMED_PRESETS: Readonly<Record<string, NamedPreset>> = {
   'llama2-7b-h100': {
     instance: { model: MODEL_SHAPES['llama2-7b'], gpu: GPU_SHAPES['h100-80g'], gpuCount: 1 },
     build: (memory) => linearCostModel('llama2-7b-h100', LLAMA2_7B_H100_COEFFICIENTS, memory),
+  },
+  'llamacpp-small-cpu': {
+    instance: { model: LLAMACPP_SMALL_MODEL, gpu: ONE_EPYC_THREAD, gpuCount: 1 },
+    build: (memory) => llamaCppCpuCostModel('llamacpp-small-cpu', LLAMACPP_SMALL_CPU_COEFFICIENTS, memory),
+    kvCapacityTokens: LLAMACPP_SMALL_CPU_KV_TOKENS,
   },
 };
 
@@ -91,7 +105,7 @@ function unknownPreset(name: string): Error {
 }
 
 /**
- * A cost model by name: `mistral-7b-a6000`, `llama3-70b-h100`, `llama2-7b-h100`, or
+ * A cost model by name: `mistral-7b-a6000`, `llama3-70b-h100`, `llama2-7b-h100`, `llamacpp-small-cpu`, or
  * `roofline:<model>@<gpu>[x<TP>]` (e.g. `roofline:llama3-8b@h100x1`). Throws, listing the valid names,
  * for anything else, and when the model does not fit the GPUs.
  */
@@ -103,7 +117,8 @@ export function costModelPreset(name: string, overrides: PresetOverrides = {}): 
   const named = Object.hasOwn(NAMED_PRESETS, name) ? NAMED_PRESETS[name] : undefined;
   if (named !== undefined) {
     const instance: Instance = { ...named.instance, memoryFraction };
-    return { ...named.build(instanceKvMemory(instance, overrides.kvCapacityTokens)), instance };
+    const capacity = overrides.kvCapacityTokens ?? named.kvCapacityTokens;
+    return { ...named.build(instanceKvMemory(instance, capacity)), instance };
   }
   const match = ROOFLINE_NAME.exec(name);
   const model = match ? lookupModel(match[1]!) : undefined;
