@@ -117,6 +117,8 @@ async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
     policies,
     model: 'preble-llama',
     costModel: REAL_COST_MODEL,
+    // A slot holds one sequence: the replica caches `slots` prompts, whatever its total context.
+    replicaKvTokens: flags.slots * (1500 + 40 + 8 + 1),
     timeScale: 1,
     seed,
     fleet: llamaFleet({ binary, model, slots: flags.slots, ctx: flags.ctx }),
@@ -126,15 +128,21 @@ async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
 }
 
 /** The simulator's prediction for the same stream on the same number of replicas (real runs). */
-function predictedMeanLatency(options: DemoOptions, policy: string): number {
+function predictedMeanLatency(options: DemoOptions, policy: string, slots: number): number {
   const { report } = runSimulation({
     policy,
     workload: options.workload,
     instances: options.replicas,
     rps: options.rps,
-    costModel: costModelPreset(options.costModel),
+    costModel: costModelPreset(
+      options.costModel,
+      options.replicaKvTokens === undefined ? {} : { kvCapacityTokens: options.replicaKvTokens },
+    ),
     requests: () => options.requests,
     seed: options.seed,
+    // llama.cpp's engine: a slot per running request, and a busy slot's prefix is not shared.
+    maxRunning: slots,
+    exclusivePrefixes: true,
   });
   return report.latency.mean;
 }
@@ -147,7 +155,9 @@ async function demo(flags: DemoFlags): Promise<void> {
     ),
   );
   const real = flags.real === true;
-  const predicted = real ? results.map((r) => predictedMeanLatency(options, r.policy)) : undefined;
+  const predicted = real
+    ? results.map((r) => predictedMeanLatency(options, r.policy, flags.slots))
+    : undefined;
   if (flags.json) {
     const out = results.map((r, i) => (predicted === undefined ? r : { ...r, simMeanLatency: predicted[i] }));
     process.stdout.write(`${JSON.stringify({ results: out })}\n`);

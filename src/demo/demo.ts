@@ -21,6 +21,8 @@ export interface DemoOptions {
   readonly model: string;
   /** Cost-model preset E2 prices work with (the replicas' hardware). */
   readonly costModel: string;
+  /** KV tokens a replica holds, when not the preset's (llama.cpp: what its slots hold). */
+  readonly replicaKvTokens?: number;
   /** How much faster than real time the replicas run (1 for real engines). */
   readonly timeScale: number;
   readonly seed: number;
@@ -53,7 +55,10 @@ export async function runDemo(
   options: DemoOptions,
   onPolicy?: (r: DemoResult) => void,
 ): Promise<DemoResult[]> {
-  const costModel = costModelPreset(options.costModel);
+  const costModel = costModelPreset(
+    options.costModel,
+    options.replicaKvTokens === undefined ? {} : { kvCapacityTokens: options.replicaKvTokens },
+  );
   const results: DemoResult[] = [];
   for (const policy of options.policies) {
     const fleet = await options.fleet(options.replicas);

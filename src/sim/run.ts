@@ -27,6 +27,10 @@ export interface SimSpec {
   readonly queuePolicy?: QueuePolicyName | 'auto';
   /** Chunked-prefill token budget per iteration. */
   readonly chunkTokens?: number;
+  /** Requests an engine runs at once (llama.cpp: its slots). Default: the engine's. */
+  readonly maxRunning?: number;
+  /** The policy is told prefixes are exclusive, as the gateway tells it for llama.cpp replicas. */
+  readonly exclusivePrefixes?: boolean;
   readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
   /** SLO targets in seconds, for attainment. */
   readonly slo?: { readonly ttft: number; readonly tpot: number };
@@ -80,7 +84,9 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     engine: {
       queuePolicy,
       ...(spec.chunkTokens === undefined ? {} : { chunkedPrefillTokens: spec.chunkTokens }),
+      ...(spec.maxRunning === undefined ? {} : { maxRunning: spec.maxRunning }),
     },
+    ...(spec.exclusivePrefixes === undefined ? {} : { exclusivePrefixes: spec.exclusivePrefixes }),
     requests: spec.requests(),
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
   });

@@ -16,6 +16,8 @@ export interface SimulatorOptions {
   readonly requests: Iterable<WorkloadRequest>;
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickInterval?: number;
+  /** Tell the policy that cached prefixes serve one request at a time (llama.cpp slots; InstanceInfo). */
+  readonly exclusivePrefixes?: boolean;
   /** Seconds between load-signal polls of every instance (SAL polls 10 times a second). Default 0.1. */
   readonly signalInterval?: number;
   /** Told after every iteration with the engine's state (tests, detailed metrics). */
@@ -69,7 +71,14 @@ export function simulate(options: SimulatorOptions): SimResult {
   const engines: Engine[] = [];
   for (let i = 0; i < options.instances; i++) {
     engines.push(new Engine({ ...options.engine, costModel }));
-    policy.instanceAdded(i, { kvCapacityTokens: engines[i]!.snapshot().kvCapacityTokens }, 0);
+    policy.instanceAdded(
+      i,
+      {
+        kvCapacityTokens: engines[i]!.snapshot().kvCapacityTokens,
+        ...(options.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
+      },
+      0,
+    );
   }
   const busy = new Array<number>(options.instances).fill(0);
   const running = new Array<boolean>(options.instances).fill(false);
