@@ -10,6 +10,8 @@ export interface PrebleProcess {
   readonly pid: number;
   /** The URL of its readiness line. */
   readonly url: string;
+  /** The last few kilobytes it wrote to stderr (its logs). */
+  stderr(): string;
   /** Signal it and wait for it to exit (SIGKILL after `graceMs` if it lingers). */
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
@@ -29,7 +31,7 @@ export function startPreble(
   });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => {
-    stderr = (stderr + d.toString()).slice(-4000);
+    stderr = (stderr + d.toString()).slice(-16_000);
   });
   const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -52,7 +54,7 @@ export function startPreble(
       clearTimeout(timer);
       child.stdout.off('data', onData);
       child.stdout.resume(); // keep draining: a full pipe would block the child
-      resolve({ child, pid: child.pid!, url: line[1]!, stop });
+      resolve({ child, pid: child.pid!, url: line[1]!, stop, stderr: () => stderr });
     };
     child.stdout.on('data', onData);
     child.once('exit', (code, signal) => {

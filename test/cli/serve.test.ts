@@ -96,6 +96,31 @@ test('preble serve runs from a YAML config with an API key from the environment 
   }
 });
 
+test('prompts never reach the logs, even at debug level, unless --log-bodies says so', async () => {
+  const replica = await startFakeReplica('r0');
+  try {
+    for (const logBodies of [false, true]) {
+      const args = ['serve', '--port', '0', '--replica', replica.url, '--log-level', 'debug'];
+      const gateway = await startPreble(logBodies ? [...args, '--log-bodies'] : args);
+      const res = await fetch(`${gateway.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-real-key-123456' },
+        body: JSON.stringify({ model: 'm', prompt: 'SECRET-PROMPT-4242' }),
+      });
+      assert.equal(res.status, 200);
+      await res.text();
+      await gateway.stop();
+      const logs = gateway.stderr();
+      assert.match(logs, /"msg":"routed"/, 'debug logging is on');
+      assert.doesNotMatch(logs, /not-a-real-key/, 'keys never appear');
+      if (logBodies) assert.match(logs, /SECRET-PROMPT-4242/);
+      else assert.doesNotMatch(logs, /SECRET-PROMPT-4242/);
+    }
+  } finally {
+    await replica.app.close();
+  }
+});
+
 test('preble serve refuses bad flags and config with one line naming the field', () => {
   const dir = mkdtempSync(join(tmpdir(), 'preble-serve-'));
   const bad = join(dir, 'bad.yaml');

@@ -1,15 +1,53 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { complete, type Engine, gatewayMetric, MODEL, startEngine, startGateway } from './helpers.ts';
+import { type PrebleProcess, startPreble } from '../../src/bench/preble-process.ts';
+import type { FaultSettings } from '../../src/emulator/faults.ts';
+import { metricValues } from '../../src/gateway/prometheus-text.ts';
+import { complete, gatewayMetric, MODEL, startGateway } from './helpers.ts';
 
 const closers: (() => Promise<unknown>)[] = [];
 after(async () => {
   for (const c of closers.reverse()) await c();
 });
-async function engine(...args: Parameters<typeof startEngine>): Promise<Engine> {
-  const e = await startEngine(...args);
-  closers.push(() => e.server.close(0));
+
+/** A `preble engine` process (started and stopped by PID), misbehaving as told through its fault route. */
+interface EngineProcess {
+  readonly url: string;
+  faults(patch: Partial<FaultSettings>): Promise<{ active: number }>;
+  /** Requests the engine runs and queues, from its /metrics. */
+  load(): Promise<number>;
+}
+
+// Engines start in parallel up front (a process takes a second or two); each test takes fresh ones.
+const spares: Promise<PrebleProcess>[] = [];
+before(() => {
+  for (let i = 0; i < 13; i++)
+    spares.push(startPreble(['engine', '--port', '0', '--time-scale', '1000', '--fault-admin']));
+});
+
+async function engine(faults: Partial<FaultSettings> = {}, timeScale = 1000): Promise<EngineProcess> {
+  const p = await (timeScale === 1000 && spares.length > 0
+    ? spares.shift()!
+    : startPreble(['engine', '--port', '0', '--time-scale', String(timeScale), '--fault-admin']));
+  closers.push(() => p.stop('SIGKILL'));
+  const e: EngineProcess = {
+    url: p.url,
+    async faults(patch) {
+      const res = await fetch(`${p.url}/_preble/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(patch),
+      });
+      return (await res.json()) as { active: number };
+    },
+    async load() {
+      const text = await fetch(`${p.url}/metrics`).then((r) => r.text());
+      const v = metricValues(text, ['vllm:num_requests_running', 'vllm:num_requests_waiting']);
+      return (v.get('vllm:num_requests_running') ?? 0) + (v.get('vllm:num_requests_waiting') ?? 0);
+    },
+  };
+  await e.faults(faults);
   return e;
 }
 async function gateway(...args: Parameters<typeof startGateway>) {
@@ -17,6 +55,7 @@ async function gateway(...args: Parameters<typeof startGateway>) {
   closers.push(() => g.gateway.close());
   return g;
 }
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('replica faults', () => {
   it('5xx answers are retried on another replica, open the breaker, and the replica leaves the view', async () => {
@@ -90,8 +129,8 @@ describe('replica faults', () => {
     }
     assert.ok((await gatewayMetric(gw, 'preble_upstream_attempts_total', { outcome: 'timeout' })) >= 1);
     // The gateway gave up on the hung requests: their connections closed, the engine holds nothing.
-    for (let i = 0; i < 50 && hung.server.faults.active > 0; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(hung.server.faults.active, 0);
+    for (let i = 0; i < 200 && (await hung.faults({})).active > 0; i++) await sleep(10);
+    assert.equal((await hung.faults({})).active, 0);
   });
 
   it('a replica slow to its first byte is waited for within the deadline', async () => {
@@ -127,14 +166,14 @@ describe('replica faults', () => {
       { health: { intervalSeconds: 0, unhealthyAfter: 2 } },
       'e2',
     );
-    a.server.faults.update({ healthStatus: 503 });
+    await a.faults({ healthStatus: 503 });
     await gw.checkHealthNow();
     assert.equal(gw.replicas.get(0)!.view, 'active', 'one failed check is not enough');
     await gw.checkHealthNow();
     assert.equal(gw.replicas.get(0)!.view, 'gone');
     for (let i = 0; i < 4; i++)
       assert.equal((await complete(url, { prompt: `p${i}` })).headers.get('x-preble-replica'), b.url);
-    a.server.faults.update({ healthStatus: 200 });
+    await a.faults({ healthStatus: 200 });
     await gw.checkHealthNow();
     assert.equal(gw.replicas.get(0)!.view, 'active');
     assert.equal(await gatewayMetric(gw, 'preble_replica_up', { replica: '0' }), 1);
@@ -149,21 +188,14 @@ describe('clients and overload', () => {
     const pending = complete(url, { prompt: 'x'.repeat(20_000), max_tokens: 500 }, {}, leave.signal).catch(
       (e: Error) => e,
     );
-    for (
-      let i = 0;
-      i < 200 &&
-      slow.server.driver.engine.snapshot().running + slow.server.driver.engine.snapshot().waiting === 0;
-      i++
-    )
-      await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 400 && (await slow.load()) === 0; i++) await sleep(5);
+    assert.ok((await slow.load()) > 0, 'the engine is working on the request');
     leave.abort();
     assert.ok((await pending) instanceof Error);
-    for (let i = 0; i < 200 && gw.active > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 400 && gw.active > 0; i++) await sleep(5);
     assert.equal(gw.active, 0);
-    for (let i = 0; i < 200 && slow.server.driver.engine.snapshot().running > 0; i++)
-      await new Promise((r) => setTimeout(r, 5));
-    const snap = slow.server.driver.engine.snapshot();
-    assert.equal(snap.running + snap.waiting, 0, 'the engine dropped the abandoned request');
+    for (let i = 0; i < 400 && (await slow.load()) > 0; i++) await sleep(5);
+    assert.equal(await slow.load(), 0, 'the engine dropped the abandoned request');
     assert.equal(await gatewayMetric(gw, 'preble_replica_inflight_requests'), 0);
   });
 
