@@ -201,6 +201,8 @@ async function relayStream(
     });
   };
   for await (const chunk of body) {
+    // The events of one upstream chunk go out in one write: one syscall, not one per token.
+    let out = '';
     for (const { raw: event, data } of events.push(chunk)) {
       if (data !== '' && data !== '[DONE]' && (data.includes('"usage"') || data.includes('"timings"'))) {
         const parsed = JSON.parse(data) as {
@@ -213,8 +215,9 @@ async function relayStream(
         if (!clientWantsUsage && parsed.choices?.length === 0) continue; // the usage-only chunk they did not ask for
       }
       if (first) begin();
-      if (!raw.write(event)) await drained(raw, a.cancel);
+      out += event;
     }
+    if (out.length > 0 && !raw.write(out)) await drained(raw, a.cancel);
   }
   if (first) begin();
   if (events.rest.length > 0) raw.write(events.rest);

@@ -18,8 +18,8 @@ export interface ProxyContext extends ForwardContext {
   readonly admission: Admission;
   readonly limits: ProxyLimits;
   readonly retries: { readonly attempts: number; readonly backoffSeconds: number };
-  /** Aborts every request when the gateway's drain deadline passes. */
-  readonly shutdown: AbortSignal;
+  /** Every request's cancel switch, so the drain deadline can cut what is left (one set, not a listener each). */
+  readonly cancels: Set<AbortController>;
   /** Logs prompts at debug level; off unless configured (prompts may hold personal data). */
   readonly logBodies: boolean;
 }
@@ -62,8 +62,7 @@ export async function proxy(
     if (!reply.raw.writableFinished) cancel.abort(new ClientClosed());
   };
   reply.raw.on('close', onClose);
-  const onShutdown = () => cancel.abort(ctx.shutdown.reason);
-  ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+  ctx.cancels.add(cancel);
   let release: Release | undefined;
   try {
     ctx.metrics.queued.set(ctx.admission.queued + 1);
@@ -111,7 +110,7 @@ export async function proxy(
   } finally {
     release?.();
     reply.raw.off('close', onClose);
-    ctx.shutdown.removeEventListener('abort', onShutdown);
+    ctx.cancels.delete(cancel);
   }
 }
 

@@ -114,7 +114,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   }
   const keys = new KeyStore(options.auth?.keys ?? [], now);
-  const shutdown = new AbortController();
+  const cancels = new Set<AbortController>();
   const admission = new Admission(
     {
       maxConcurrent: limits.maxConcurrent ?? Number.POSITIVE_INFINITY,
@@ -137,7 +137,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     admission,
     limits,
     retries: { ...defaults.retries, ...options.retries },
-    shutdown: shutdown.signal,
+    cancels,
     logBodies: options.logBodies ?? false,
   };
   let active = 0;
@@ -274,7 +274,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         });
         if ((await Promise.race([closed, deadline])) === 'deadline') {
           // Past the deadline: streams get an error event, the rest a 503, then connections close.
-          shutdown.abort(new Error('shutdown deadline'));
+          for (const c of cancels) c.abort(new Error('shutdown deadline'));
           // A moment for the cut requests to write their last words, then close what is left.
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
           app.server.closeAllConnections();
