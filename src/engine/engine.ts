@@ -92,6 +92,7 @@ export class Engine {
   readonly maxRunning: number;
   readonly enableChunking: boolean;
   readonly minEvictionTokens: number;
+  readonly exclusivePrefixes: boolean;
 
   private readonly cache = new PrefixCache();
   private readonly byId = new Map<string, RequestState>();
@@ -117,6 +118,7 @@ export class Engine {
     this.maxRunning = o.maxRunning;
     this.enableChunking = o.enableChunking;
     this.minEvictionTokens = o.minEvictionTokens;
+    this.exclusivePrefixes = o.exclusivePrefixes;
   }
 
   /**
@@ -184,8 +186,9 @@ export class Engine {
       } else if (r.chunk > 0) {
         r.batchPhase = 'prefill';
         r.batchNew = r.chunk;
-        // A fully cached prompt recomputes its last token in place.
-        r.batchSeq = r.done === r.seq.length ? r.done : r.done + r.chunk;
+        // A fully cached prompt recomputes its last token in place; a recomputed prefix runs from its start.
+        r.batchSeq =
+          r.done === r.seq.length && r.recomputeLeft === 0 ? r.done : r.done - r.recomputeLeft + r.chunk;
         prefillTokens += r.chunk;
       } else {
         continue;
@@ -211,10 +214,12 @@ export class Engine {
     for (const r of batch) {
       if (r.phase === 'prefill') {
         const target = r.seq.length;
-        if (r.done < target) r.done += r.chunk;
+        const recomputed = Math.min(r.chunk, r.recomputeLeft);
+        r.recomputeLeft -= recomputed;
+        if (r.done < target) r.done = Math.min(target, r.done + r.chunk - recomputed);
         r.chunk = 0;
         this.insertPrompt(r);
-        if (r.done < target) continue;
+        if (r.done < target || r.recomputeLeft > 0) continue;
         r.kvTokens = target;
         r.phase = 'decode';
       }
@@ -259,7 +264,8 @@ export class Engine {
   snapshot(): EngineSnapshot {
     let queued = 0;
     for (const r of this.waiting) queued += r.seq.length - this.cache.match(r.cursor, r.seq);
-    for (const r of this.running) if (r.phase === 'prefill') queued += r.seq.length - r.done;
+    for (const r of this.running)
+      if (r.phase === 'prefill') queued += r.seq.length - r.done + r.recomputeLeft;
     const used = this.cache.pinnedTokens + this.privateTokens;
     return {
       running: this.running.length,
@@ -387,7 +393,7 @@ export class Engine {
     let budget = this.chunkedPrefillTokens;
     for (const r of this.running) {
       if (r.phase !== 'prefill') continue;
-      const rest = r.seq.length - r.done;
+      const rest = r.seq.length - r.done + r.recomputeLeft;
       r.chunk = this.enableChunking ? Math.min(rest, Math.max(0, budget)) : rest;
       r.joined = false;
       budget -= r.chunk;
@@ -423,6 +429,9 @@ export class Engine {
       }
       if (admitted.length >= slots || budget < 1) break;
       const matched = this.cache.match(r.cursor, r.seq);
+      // llama.cpp's slots: a prefix a running request holds cannot serve this one, which computes it
+      // again in a slot of its own (its KV is still counted once here).
+      const busy = this.exclusivePrefixes && matched > 0 && r.cursor.node.data.refs > 0;
       const pin = this.cache.pinMatch(r.cursor);
       const uncached = r.seq.length - matched;
       const reserve = this.queuePolicy.reserveTokens(r);
@@ -435,12 +444,13 @@ export class Engine {
       need += uncached + reserve;
       privateNeed += uncached;
       r.pin = pin;
-      r.admittedCached = matched;
+      r.admittedCached = busy ? 0 : matched;
+      r.recomputeLeft = busy ? matched : 0;
       r.done = matched;
       r.kvTokens = matched;
       r.privateTokens = uncached;
       r.reserveLeft = reserve;
-      const cost = Math.max(1, uncached);
+      const cost = Math.max(1, uncached + r.recomputeLeft);
       r.chunk = this.enableChunking ? Math.min(cost, budget) : cost;
       r.joined = true;
       budget -= r.chunk;
@@ -525,6 +535,7 @@ export class Engine {
     r.pin = this.cache.root;
     r.phase = 'waiting';
     r.done = 0;
+    r.recomputeLeft = 0;
     r.kvTokens = 0;
     r.chunk = 0;
   }

@@ -34,6 +34,11 @@ export interface EngineOptions {
    * what is needed.
    */
   readonly minEvictionTokens?: number;
+  /**
+   * llama.cpp's slots: a cached prefix that a running request holds cannot serve another request,
+   * which computes it again (and is reported as a cache miss). Default false: paged engines share.
+   */
+  readonly exclusivePrefixes?: boolean;
 }
 
 export const defaultChunkedPrefillTokens = 512;
@@ -49,6 +54,7 @@ export interface ResolvedEngineOptions {
   readonly maxRunning: number;
   readonly enableChunking: boolean;
   readonly minEvictionTokens: number;
+  readonly exclusivePrefixes: boolean;
 }
 
 /** Defaults applied and every value checked; throws one line naming the bad option. */
@@ -78,6 +84,7 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     chunkedPrefillTokens,
     maxRunning,
     enableChunking: options.enableChunking ?? true,
+    exclusivePrefixes: options.exclusivePrefixes ?? false,
     minEvictionTokens,
   };
 }

@@ -37,6 +37,11 @@ export class RequestState implements QueuedRequest {
   pin: CacheNode;
   /** Prefill position: tokens of `seq` computed or cached. */
   done = 0;
+  /**
+   * Cached tokens this request must compute again before `done` moves (exclusive prefixes: the
+   * prefix was busy with another running request, as a llama.cpp slot would be).
+   */
+  recomputeLeft = 0;
   kvTokens = 0;
   generated = 0;
   privateTokens = 0;

@@ -29,7 +29,7 @@ export interface SimSpec {
   readonly chunkTokens?: number;
   /** Requests an engine runs at once (llama.cpp: its slots). Default: the engine's. */
   readonly maxRunning?: number;
-  /** The policy is told prefixes are exclusive, as the gateway tells it for llama.cpp replicas. */
+  /** Prefixes are exclusive (llama.cpp slots): the engines recompute busy ones, the policy is told so. */
   readonly exclusivePrefixes?: boolean;
   readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
   /** SLO targets in seconds, for attainment. */
@@ -85,6 +85,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
       queuePolicy,
       ...(spec.chunkTokens === undefined ? {} : { chunkedPrefillTokens: spec.chunkTokens }),
       ...(spec.maxRunning === undefined ? {} : { maxRunning: spec.maxRunning }),
+      ...(spec.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
     },
     ...(spec.exclusivePrefixes === undefined ? {} : { exclusivePrefixes: spec.exclusivePrefixes }),
     requests: spec.requests(),

@@ -12,6 +12,7 @@ interface Scenario {
   readonly maxRunning: number;
   readonly policy: (typeof queuePolicyNames)[number];
   readonly chunking: boolean;
+  readonly exclusive: boolean;
   readonly minEviction: number;
   readonly prefixLengths: readonly number[];
   readonly requests: readonly {
@@ -29,6 +30,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   maxRunning: fc.integer({ min: 1, max: 12 }),
   policy: fc.constantFrom(...queuePolicyNames),
   chunking: fc.boolean(),
+  exclusive: fc.boolean(),
   minEviction: fc.constantFrom(1, 16, 256),
   prefixLengths: fc.array(fc.integer({ min: 1, max: 150 }), { minLength: 3, maxLength: 3 }),
   requests: fc.array(
@@ -65,6 +67,7 @@ function engineFor(s: Scenario): Engine {
     maxRunning: s.maxRunning,
     enableChunking: s.chunking,
     minEvictionTokens: s.minEviction,
+    exclusivePrefixes: s.exclusive,
   });
 }
 
