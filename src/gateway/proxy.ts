@@ -57,6 +57,8 @@ export async function proxy(
       null,
       'max_tokens',
     );
+  // Latency counts from here: time waiting for admission and tokenizing is the client's time too.
+  const arrival = ctx.now();
   const cancel = new AbortController();
   const onClose = () => {
     if (!reply.raw.writableFinished) cancel.abort(new ClientClosed());
@@ -106,7 +108,7 @@ export async function proxy(
         kind === 'chat' ? 'messages' : 'prompt',
       );
     if (ctx.logBodies) request.log.debug({ prompt: input }, 'prompt');
-    return await attempts(kind, body, tokens, request, reply, ctx, cancel.signal);
+    return await attempts(kind, body, tokens, arrival, request, reply, ctx, cancel.signal);
   } finally {
     release?.();
     reply.raw.off('close', onClose);
@@ -118,13 +120,13 @@ async function attempts(
   kind: RouteKind,
   body: Parameters<typeof forward>[0]['body'],
   tokens: Tokens,
+  arrival: number,
   request: FastifyRequest,
   reply: FastifyReply,
   ctx: ProxyContext,
   cancel: AbortSignal,
 ) {
   const base = `gw-${++sequence}`;
-  const arrival = ctx.now();
   const avoid: number[] = [];
   let last: Extract<AttemptOutcome, { kind: 'retryable' }> | undefined;
   for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {
