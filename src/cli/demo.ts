@@ -31,6 +31,9 @@ interface DemoFlags {
   json?: boolean;
 }
 
+/** The real demo's stream: 8 long shared prefixes, short unique suffixes, fixed short answers. */
+const REAL_STREAM = { prefixes: 8, prefixChars: 1500, suffixChars: 40, outputTokens: 8 } as const;
+
 /** The cost-model preset fitted to the CPU llama.cpp replicas (docs/results/calibration). */
 const REAL_COST_MODEL = 'llamacpp-small-cpu';
 
@@ -93,11 +96,8 @@ async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
   const replicas = flags.replicas ?? 2;
   const rps = flags.rps ?? 0.6;
   const requests = sharedPrefixRequests({
+    ...REAL_STREAM,
     requests: flags.requests ?? 40,
-    prefixes: 8,
-    prefixChars: 1500,
-    suffixChars: 40,
-    outputTokens: 8,
     rps,
     seed,
   });
@@ -106,7 +106,7 @@ async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
   const model = await cachedModel(flags.preset, seed, progress);
   process.stderr.write(
     `${replicas} llama-server replicas (${flags.preset} model, 1 thread, ${flags.slots} slots, ${flags.ctx} tokens of KV, ` +
-      `no RAM prompt cache) behind the gateway; ${requests.length} requests (8 shared 1,500-character prefixes) at ${rps} req/s per policy\n`,
+      `no RAM prompt cache) behind the gateway; ${requests.length} requests (${REAL_STREAM.prefixes} shared ${REAL_STREAM.prefixChars}-character prefixes) at ${rps} req/s per policy\n`,
   );
   return {
     replicas,
@@ -118,7 +118,8 @@ async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
     model: 'preble-llama',
     costModel: REAL_COST_MODEL,
     // A slot holds one sequence: the replica caches `slots` prompts, whatever its total context.
-    replicaKvTokens: flags.slots * (1500 + 40 + 8 + 1),
+    replicaKvTokens:
+      flags.slots * (REAL_STREAM.prefixChars + REAL_STREAM.suffixChars + REAL_STREAM.outputTokens + 1),
     timeScale: 1,
     seed,
     fleet: llamaFleet({ binary, model, slots: flags.slots, ctx: flags.ctx }),

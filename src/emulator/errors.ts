@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
+import { firstIssue } from '../util/zod-issue.ts';
 
 /** The body of an OpenAI-style error response. */
 export interface OpenAiErrorBody {
@@ -43,11 +44,10 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
   }
   const result = schema.safeParse(body);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const param = issue.path.length > 0 ? issue.path.map(String).join('.') : null;
+  const { param, message, issue } = firstIssue(result.error);
   const code =
     issue.code === 'invalid_type' && issue.input === undefined
       ? 'missing_required_parameter'
       : 'invalid_value';
-  throw new HttpError(400, param === null ? issue.message : `${param}: ${issue.message}`, param, code);
+  throw new HttpError(400, message, param, code);
 }

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { Random } from '../core/random.ts';
+import { firstIssue } from '../util/zod-issue.ts';
 import { errorBody } from './errors.ts';
 
 /**
@@ -132,8 +133,7 @@ function parseFaults(input: Partial<FaultSettings>): Partial<FaultSettings> {
   // Keys given as undefined keep their defaults.
   if (result.success)
     return Object.fromEntries(Object.entries(result.data).filter(([, v]) => v !== undefined));
-  const issue = result.error.issues[0]!;
-  throw new Error(`faults: ${issue.path.map(String).join('.')}: ${issue.message}`);
+  throw new Error(`faults: ${firstIssue(result.error).message}`);
 }
 
 function sendFault(reply: FastifyReply, status: number): void {

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { firstIssue } from '../util/zod-issue.ts';
 import { bearerToken, isAdminKey, type KeyStore } from './auth.ts';
-import { dialectNames } from './config.ts';
+import { replicaSchema } from './config.ts';
 import { sendError } from './errors.ts';
 import type { Replica, ReplicaSet } from './replicas.ts';
 
@@ -12,14 +13,6 @@ export interface AdminContext {
   readonly defaultKvTokens: number;
   readonly now: () => number;
 }
-
-const newReplica = z
-  .object({
-    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
-    dialect: z.enum(dialectNames).default('preble'),
-    kvTokens: z.number().int().positive().optional(),
-  })
-  .strict();
 
 const newKey = z
   .object({
@@ -89,7 +82,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
         replicas: ctx.replicas.all().map((r) => describeReplica(r, ctx.now())),
       }));
       admin.post('/replicas', async (request, reply) => {
-        const parsed = newReplica.safeParse(request.body);
+        const parsed = replicaSchema.safeParse(request.body);
         if (!parsed.success) return badBody(reply, parsed.error);
         const { url, dialect, kvTokens } = parsed.data;
         if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
@@ -145,14 +138,6 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
 }
 
 function badBody(reply: FastifyReply, error: z.ZodError): FastifyReply {
-  const issue = error.issues[0]!;
-  const param = issue.path.length > 0 ? issue.path.join('.') : null;
-  return sendError(
-    reply,
-    400,
-    param === null ? issue.message : `${param}: ${issue.message}`,
-    'invalid_request_error',
-    null,
-    param,
-  );
+  const { param, message } = firstIssue(error);
+  return sendError(reply, 400, message, 'invalid_request_error', null, param);
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { firstIssue } from '../util/zod-issue.ts';
 
 /** The request shapes and metric names of the engines the gateway can stand in front of. */
 export const dialectNames = ['preble', 'vllm', 'sglang', 'llamacpp'] as const;
@@ -11,7 +12,8 @@ const count = z.number().int().nonnegative();
 const positiveCount = z.number().int().positive();
 const secret = z.string().min(16, 'must be at least 16 characters');
 
-const replica = z
+/** One replica entry: also the body of the admin API's POST /admin/replicas. */
+export const replicaSchema = z
   .object({
     url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
     dialect: z.enum(dialectNames).default('preble'),
@@ -51,7 +53,9 @@ export const gatewayConfigSchema = z
     tickSeconds: seconds.default(1),
     timeScale: seconds.default(1),
     // A bare URL is short for `{url}`; either way the errors name `replicas.N.url`.
-    replicas: z.array(z.preprocess((v) => (typeof v === 'string' ? { url: v } : v), replica)).default([]),
+    replicas: z
+      .array(z.preprocess((v) => (typeof v === 'string' ? { url: v } : v), replicaSchema))
+      .default([]),
     limits: z
       .object({
         bodyBytes: positiveCount.default(4 * 1024 * 1024),
@@ -117,15 +121,14 @@ export const gatewayConfigSchema = z
   .strict();
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
-export type ReplicaConfig = z.infer<typeof replica>;
+export type ReplicaConfig = z.infer<typeof replicaSchema>;
 
 /** Validate a raw config object; an error is one line naming the field. */
 export function parseGatewayConfig(raw: unknown, source = 'config'): GatewayConfig {
   const result = gatewayConfigSchema.safeParse(raw);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
-  throw new Error(`${source}: ${field}: ${issue.message}`);
+  const { param, issue } = firstIssue(result.error);
+  throw new Error(`${source}: ${param ?? '(top level)'}: ${issue.message}`);
 }
 
 /** Read a YAML (or JSON) config file into a raw object, with one-line errors. */

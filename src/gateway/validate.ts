@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { firstIssue } from '../util/zod-issue.ts';
 
 const message = z.object({ role: z.string().min(1), content: z.string() });
 
@@ -32,7 +33,6 @@ export type Parsed =
 export function parseCompletionBody(kind: 'completions' | 'chat', body: unknown): Parsed {
   const result = (kind === 'chat' ? chat : completion).safeParse(body);
   if (result.success) return { ok: true, body: result.data as CompletionBody };
-  const issue = result.error.issues[0]!;
-  const param = issue.path.length > 0 ? issue.path.join('.') : null;
-  return { ok: false, message: param === null ? issue.message : `${param}: ${issue.message}`, param };
+  const { param, message } = firstIssue(result.error);
+  return { ok: false, message, param };
 }

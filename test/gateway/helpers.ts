@@ -68,3 +68,13 @@ export async function gatewayMetric(
     if (Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want)) sum += v.value;
   return sum;
 }
+
+/** Change a `preble engine --fault-admin` replica's injected faults; answers how many requests it holds. */
+export async function setFaults(url: string, patch: Partial<FaultSettings>): Promise<{ active: number }> {
+  const res = await fetch(`${url}/_preble/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(patch),
+  });
+  return (await res.json()) as { active: number };
+}

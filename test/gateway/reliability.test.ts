@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { type PrebleProcess, startPreble } from '../../src/bench/preble-process.ts';
 import type { FaultSettings } from '../../src/emulator/faults.ts';
 import { metricValues } from '../../src/gateway/prometheus-text.ts';
-import { complete, gatewayMetric, MODEL, startGateway } from './helpers.ts';
+import { complete, gatewayMetric, MODEL, setFaults, startGateway } from './helpers.ts';
 
 const closers: (() => Promise<unknown>)[] = [];
 after(async () => {
@@ -33,14 +34,7 @@ async function engine(faults: Partial<FaultSettings> = {}, timeScale = 1000): Pr
   closers.push(() => p.stop('SIGKILL'));
   const e: EngineProcess = {
     url: p.url,
-    async faults(patch) {
-      const res = await fetch(`${p.url}/_preble/faults`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(patch),
-      });
-      return (await res.json()) as { active: number };
-    },
+    faults: (patch) => setFaults(p.url, patch),
     async load() {
       const text = await fetch(`${p.url}/metrics`).then((r) => r.text());
       const v = metricValues(text, ['vllm:num_requests_running', 'vllm:num_requests_waiting']);
@@ -55,7 +49,6 @@ async function gateway(...args: Parameters<typeof startGateway>) {
   closers.push(() => g.gateway.close());
   return g;
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('replica faults', () => {
   it('5xx answers are retried on another replica, open the breaker, and the replica leaves the view', async () => {
@@ -236,7 +229,7 @@ describe('lifecycle', () => {
     const e = await engine({ firstByteDelay: 0.2 });
     const { gateway: gw, url } = await startGateway([e.url], { drainSeconds: 10 });
     const inflight = complete(url, { prompt: 'finish me' });
-    for (let i = 0; i < 200 && gw.active === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 200 && gw.active === 0; i++) await sleep(5);
     const closed = gw.close();
     const r = await inflight;
     assert.equal(r.status, 200);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type PrebleProcess, startPreble } from '../../src/bench/preble-process.ts';
-import { gatewayMetric, MODEL, startGateway } from './helpers.ts';
+import { SseSplitter } from '../../src/text/sse.ts';
+import { gatewayMetric, MODEL, setFaults, startGateway } from './helpers.ts';
 
 const processes: PrebleProcess[] = [];
 after(async () => {
@@ -13,16 +14,6 @@ async function engineProcess(port = 0): Promise<PrebleProcess> {
   const p = await startPreble(['engine', '--port', String(port), '--time-scale', '4', '--fault-admin']);
   processes.push(p);
   return p;
-}
-
-/** Change a replica's injected faults; answers the number of requests it holds. */
-async function faults(url: string, patch: Record<string, unknown>): Promise<{ active: number }> {
-  const res = await fetch(`${url}/_preble/faults`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(patch),
-  });
-  return (await res.json()) as { active: number };
 }
 
 interface Outcome {
@@ -48,19 +39,12 @@ async function stream(
   let chunks = 0;
   let done = false;
   let error = false;
-  if (res.body !== null) {
-    let buffer = '';
-    for await (const part of res.body) {
-      buffer += Buffer.from(part).toString();
-      let at = buffer.indexOf('\n\n');
-      while (at >= 0) {
-        const data = buffer.slice(0, at).replace(/^data: /, '');
-        buffer = buffer.slice(at + 2);
-        if (data === '[DONE]') done = true;
-        else if (data.includes('"error"')) error = true;
-        else if (chunks++ === 0) onFirstChunk?.(res.headers.get('x-preble-replica'));
-        at = buffer.indexOf('\n\n');
-      }
+  const events = new SseSplitter();
+  for await (const part of res.body ?? []) {
+    for (const { data } of events.push(Buffer.from(part))) {
+      if (data === '[DONE]') done = true;
+      else if (data.includes('"error"')) error = true;
+      else if (chunks++ === 0) onFirstChunk?.(res.headers.get('x-preble-replica'));
     }
   }
   return { status: res.status, replica: res.headers.get('x-preble-replica'), chunks, done, error };
@@ -86,9 +70,9 @@ test('a replica killed mid-run: unstarted requests are retried and succeed, star
     for (let i = 0; i < 4000 && streamingOnA === 0; i++) await sleep(2);
     assert.ok(streamingOnA > 0, 'a stream from A had begun');
     // From now on A holds new requests before answering: those are certainly not started.
-    await faults(a.url, { firstByteDelay: 60 });
+    await setFaults(a.url, { firstByteDelay: 60 });
     const secondWave = Array.from({ length: 8 }, (_, i) => stream(url, `held by A ${i}`, 20));
-    for (let i = 0; i < 4000 && (await faults(a.url, {})).active === 0; i++) await sleep(2);
+    for (let i = 0; i < 4000 && (await setFaults(a.url, {})).active === 0; i++) await sleep(2);
     const port = Number(new URL(a.url).port);
     await a.stop('SIGKILL');
     // Requests that arrive after the kill: none may fail.
