@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { startFakeReplica } from './fake-replica.ts';
 import { complete, type Engine, startEngine, startGateway } from './helpers.ts';
 
 const ADMIN = 'admin-key-0123456789abcdef';
@@ -99,13 +100,18 @@ describe('access', () => {
   });
 
   it('no replica URL ever comes from a client: an upstream-looking field is passed on, never followed', async () => {
+    // A server the client would like the gateway to call: it must never see a request.
+    const evil = await startFakeReplica('evil');
+    closers.push(() => evil.app.close());
+    const evilHost = new URL(evil.url).host;
     const { url } = await gateway({});
     const r = await complete(
       url,
-      { base_url: 'http://169.254.169.254/', url: 'http://evil/' },
-      { host: 'evil.example', 'x-forwarded-host': 'evil' },
+      { base_url: evil.url, url: `${evil.url}/v1/completions`, api_base: evil.url },
+      { host: evilHost, 'x-forwarded-host': evilHost, 'x-forwarded-proto': 'http' },
     );
     assert.equal(r.status, 200);
     assert.equal(r.headers.get('x-preble-replica'), (await engine()).url);
+    assert.deepEqual(evil.served, [], 'the gateway never called the URL the client named');
   });
 });
