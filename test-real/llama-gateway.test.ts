@@ -14,7 +14,7 @@ import { createGateway, type Gateway, type GatewayOptions } from '../src/gateway
 import { ensureLlamaServer } from '../src/real/llama-build.ts';
 import { cachedModel } from '../src/real/model-cache.ts';
 import { type LlamaReplicas, startLlamaReplicas } from '../src/real/replicas.ts';
-import { decodeChars } from '../src/text/char-tokenizer.ts';
+import { decodeChars } from '../src/text/chars-tokenizer.ts';
 import { SseSplitter } from '../src/text/sse.ts';
 
 let binary: string;

@@ -1,5 +1,5 @@
 import type { CostModel } from '../core/cost-model/types.ts';
-import { E2Policy } from '../core/policies/e2.ts';
+import { E2Policy } from '../core/policies/e2/policy.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { PseudoEngine } from './pseudo-engine.ts';
 

@@ -11,7 +11,7 @@ import { ensureLlamaServer } from '../real/llama-build.ts';
 import { cachedModel } from '../real/model-cache.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { runSimulation } from '../sim/run.ts';
-import { decodeChars } from '../text/char-tokenizer.ts';
+import { decodeChars } from '../text/chars-tokenizer.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import { isQueuePolicyName } from '../core/local/factory.ts';
 import { parsePolicyList } from '../core/policies/registry.ts';
+import { isQueuePolicyName } from '../core/replica-queue/factory.ts';
 import { runSimulation, type SimReport } from '../sim/run.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { createProgress } from './progress.ts';

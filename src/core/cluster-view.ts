@@ -115,6 +115,26 @@ export class ClusterView {
     for (const s of this.states) if (s !== undefined && !s.removed) yield s;
   }
 
+  /**
+   * The instance in `active` with the fewest in-flight requests. The scan starts at index `start`
+   * and wraps, so among equals the first one from `start` wins: start 0 gives the lowest id, a start
+   * that moves after each choice rotates ties instead of piling them on one instance.
+   */
+  leastInflight(active: readonly InstanceId[], start = 0): InstanceId {
+    const n = active.length;
+    let best = active[start]!;
+    let bestLoad = this.inflight(best);
+    for (let k = 1; k < n && bestLoad > 0; k++) {
+      const id = active[(start + k) % n]!;
+      const load = this.inflight(id);
+      if (load < bestLoad) {
+        best = id;
+        bestLoad = load;
+      }
+    }
+    return best;
+  }
+
   inflight(id: InstanceId): number {
     return this.states[id]?.inflight ?? 0;
   }

@@ -1,5 +1,5 @@
 import type { CostModel } from '../core/cost-model/types.ts';
-import type { QueueContext, QueuePolicy } from '../core/local/types.ts';
+import type { QueueContext, QueuePolicy } from '../core/replica-queue/types.ts';
 import { type EngineOptions, resolveEngineOptions } from './options.ts';
 import { type CacheNode, PrefixCache } from './prefix-cache.ts';
 import { type Phase, RequestState } from './request-state.ts';

@@ -1,6 +1,6 @@
 import type { CostModel } from '../core/cost-model/types.ts';
-import { createQueuePolicy, type QueuePolicyOptions } from '../core/local/factory.ts';
-import type { QueuePolicy, QueuePolicyName } from '../core/local/types.ts';
+import { createQueuePolicy, type QueuePolicyOptions } from '../core/replica-queue/factory.ts';
+import type { QueuePolicy, QueuePolicyName } from '../core/replica-queue/types.ts';
 
 export interface EngineOptions {
   /** Iteration times and, unless overridden, the KV capacity. */

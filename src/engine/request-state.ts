@@ -1,4 +1,4 @@
-import type { QueuedRequest } from '../core/local/types.ts';
+import type { QueuedRequest } from '../core/replica-queue/types.ts';
 import type { Tokens } from '../core/types.ts';
 import { outputRange, promptHash, withOutputs } from './output-tokens.ts';
 import type { CacheNode, MatchCursor, PrefixCache } from './prefix-cache.ts';

@@ -1,6 +1,6 @@
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import type { QueuePolicyName } from '../core/local/types.ts';
-import type { E2Options } from '../core/policies/e2.ts';
+import type { E2Options } from '../core/policies/e2/policy.ts';
+import type { QueuePolicyName } from '../core/replica-queue/types.ts';
 import { fixed } from '../report/text-table.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { ratiosTo } from './ratios.ts';

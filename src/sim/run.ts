@@ -1,7 +1,7 @@
 import type { InstanceCostModel } from '../core/cost-model/instance.ts';
-import type { QueuePolicyName } from '../core/local/types.ts';
-import type { E2Options } from '../core/policies/e2.ts';
+import type { E2Options } from '../core/policies/e2/policy.ts';
 import { createGlobalPolicy } from '../core/policies/registry.ts';
+import type { QueuePolicyName } from '../core/replica-queue/types.ts';
 import type { Branch } from '../core/types.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createFcfsPolicy } from '../../src/core/local/fcfs.ts';
+import { createFcfsPolicy } from '../../src/core/replica-queue/fcfs.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { promptHash, withOutputs } from '../../src/engine/output-tokens.ts';
 import type { EngineEviction } from '../../src/engine/types.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createPriorityGroupsPolicy } from '../../src/core/local/priority-groups.ts';
+import { createPriorityGroupsPolicy } from '../../src/core/replica-queue/priority-groups.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { concat, drive, EASY, linearCost, seq, type TimedRequest } from './helpers.ts';
 

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { encodeChars } from '../../src/text/char-tokenizer.ts';
+import { encodeChars } from '../../src/text/chars-tokenizer.ts';
 import { renderChat } from '../../src/text/chat-template.ts';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { decodeChars, encodeChars } from '../../src/text/char-tokenizer.ts';
+import { decodeChars, encodeChars } from '../../src/text/chars-tokenizer.ts';
 import { renderChat } from '../../src/text/chat-template.ts';
 
 test('chars tokenizer round-trips any text and keeps shared prefixes as shared tokens', () => {

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { homedir } from 'node:os';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { encodeChars } from '../../src/text/char-tokenizer.ts';
-import { charsTokenizer } from '../../src/text/chars-tokenizer.ts';
+import { charsTokenizer, encodeChars } from '../../src/text/chars-tokenizer.ts';
 import { renderChat } from '../../src/text/chat-template.ts';
 import { loadLocalTokenizer, parseTokenizerMode } from '../../src/text/tokenizer-mode.ts';
 

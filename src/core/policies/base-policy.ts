@@ -2,6 +2,7 @@ import { ClusterView, NoInstanceAvailableError } from '../cluster-view.ts';
 import type {
   FinishCounts,
   GlobalPolicy,
+  InstanceCost,
   InstanceId,
   InstanceInfo,
   InstanceLoadSignal,
@@ -9,6 +10,9 @@ import type {
   RouteRequest,
   Tokens,
 } from '../types.ts';
+
+/** The cost list of policies that compare no costs: one frozen array, so a decision allocates nothing. */
+export const NO_COSTS: readonly InstanceCost[] = Object.freeze([]);
 
 /**
  * The part every global policy shares: instance lifecycle and in-flight accounting through a

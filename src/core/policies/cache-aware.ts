@@ -7,8 +7,8 @@ import type {
   RouteRequest,
   Tokens,
 } from '../types.ts';
+import { withDefaults } from '../with-defaults.ts';
 import { BasePolicy } from './base-policy.ts';
-import { withDefaults } from './baseline-options.ts';
 
 export interface CacheAwareOptions {
   /**

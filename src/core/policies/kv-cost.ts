@@ -8,10 +8,10 @@ import type {
   RouteRequest,
   Tokens,
 } from '../types.ts';
+import { withDefaults } from '../with-defaults.ts';
 import { BasePolicy } from './base-policy.ts';
-import { withDefaults } from './baseline-options.ts';
-import { PerInstanceNumbers } from './baseline-per-instance.ts';
-import { softmaxPickLowest } from './baseline-softmax.ts';
+import { PerInstanceNumbers } from './support/per-instance-numbers.ts';
+import { softmaxPickLowest } from './support/softmax-pick.ts';
 
 export interface KvCostOptions {
   /** Tokens per KV block; must match the engine's. Default 16, vLLM's default block size. */

@@ -1,8 +1,6 @@
 import type { InstanceId, RouteDecision, RouteRequest } from '../types.ts';
-import { BasePolicy } from './base-policy.ts';
-import { indexAfter } from './baseline-index-after.ts';
-import { leastInflight } from './baseline-least-inflight.ts';
-import { NO_COSTS } from './baseline-no-costs.ts';
+import { BasePolicy, NO_COSTS } from './base-policy.ts';
+import { indexAfter } from './support/index-after.ts';
 
 export interface LeastLoadOptions {
   /**
@@ -32,7 +30,7 @@ export class LeastLoadPolicy extends BasePolicy {
 
   protected choose(_request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
     const start = this.rotate ? indexAfter(active, this.last) : 0;
-    const instance = leastInflight(this.view, active, start);
+    const instance = this.view.leastInflight(active, start);
     this.last = instance;
     return { instance, branch: 'load', matchedTokens: 0, costs: NO_COSTS };
   }

@@ -1,7 +1,7 @@
 import { Random } from '../random.ts';
 import type { InstanceId, InstanceInfo, InstanceLoadSignal, RouteDecision, RouteRequest } from '../types.ts';
 import { BasePolicy } from './base-policy.ts';
-import { PerInstanceNumbers } from './baseline-per-instance.ts';
+import { PerInstanceNumbers } from './support/per-instance-numbers.ts';
 
 export interface PowerOfTwoOptions {
   /** Seed of the candidate draws. Default 0. */

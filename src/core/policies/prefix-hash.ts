@@ -1,9 +1,8 @@
 import { hashTokens } from '../hash.ts';
 import type { InstanceId, RouteDecision, RouteRequest, Tokens } from '../types.ts';
-import { BasePolicy } from './base-policy.ts';
-import { HashRing } from './baseline-hash-ring.ts';
-import { NO_COSTS } from './baseline-no-costs.ts';
-import { withDefaults } from './baseline-options.ts';
+import { withDefaults } from '../with-defaults.ts';
+import { BasePolicy, NO_COSTS } from './base-policy.ts';
+import { HashRing } from './support/hash-ring.ts';
 
 export interface PrefixHashOptions {
   /** Leading prompt tokens that choose the ring position (SGLang's prefix-token-count). Default 256. */

@@ -1,7 +1,6 @@
 import { Random } from '../random.ts';
 import type { InstanceId, RouteDecision, RouteRequest } from '../types.ts';
-import { BasePolicy } from './base-policy.ts';
-import { NO_COSTS } from './baseline-no-costs.ts';
+import { BasePolicy, NO_COSTS } from './base-policy.ts';
 
 export interface RandomOptions {
   /** Seed of the choice stream: the same seed and request stream give the same routing. Default 0. */

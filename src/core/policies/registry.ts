@@ -1,7 +1,7 @@
 import type { CostModel } from '../cost-model/types.ts';
 import type { GlobalPolicy } from '../types.ts';
 import { CacheAwarePolicy } from './cache-aware.ts';
-import { type E2Options, E2Policy } from './e2.ts';
+import { type E2Options, E2Policy } from './e2/policy.ts';
 import { KvCostPolicy } from './kv-cost.ts';
 import { LeastLoadPolicy } from './least-load.ts';
 import { PowerOfTwoPolicy } from './power-of-two.ts';

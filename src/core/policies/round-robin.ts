@@ -1,7 +1,6 @@
 import type { InstanceId, RouteDecision, RouteRequest } from '../types.ts';
-import { BasePolicy } from './base-policy.ts';
-import { indexAfter } from './baseline-index-after.ts';
-import { NO_COSTS } from './baseline-no-costs.ts';
+import { BasePolicy, NO_COSTS } from './base-policy.ts';
+import { indexAfter } from './support/index-after.ts';
 
 /** Round-robin has nothing to configure; the type exists so every policy takes an options object. */
 export type RoundRobinOptions = Record<string, never>;

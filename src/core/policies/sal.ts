@@ -7,13 +7,11 @@ import type {
   RouteDecision,
   RouteRequest,
 } from '../types.ts';
-import { BasePolicy } from './base-policy.ts';
-import { indexAfter } from './baseline-index-after.ts';
-import { leastInflight } from './baseline-least-inflight.ts';
-import { NO_COSTS } from './baseline-no-costs.ts';
-import { withDefaults } from './baseline-options.ts';
-import { PerInstanceNumbers } from './baseline-per-instance.ts';
-import { RunningMean } from './baseline-running-mean.ts';
+import { withDefaults } from '../with-defaults.ts';
+import { BasePolicy, NO_COSTS } from './base-policy.ts';
+import { indexAfter } from './support/index-after.ts';
+import { PerInstanceNumbers } from './support/per-instance-numbers.ts';
+import { RunningMean } from './support/running-mean.ts';
 
 export interface SalOptions {
   /** Average prompt tokens (I-bar) assumed until requests finish. Default 1024. */
@@ -140,7 +138,7 @@ export class SalPolicy extends BasePolicy {
       }
     }
     if (!polled) {
-      best = leastInflight(this.view, active, indexAfter(active, this.last));
+      best = this.view.leastInflight(active, indexAfter(active, this.last));
       this.last = best;
       return { instance: best, branch: 'fallback', matchedTokens: 0, costs: NO_COSTS };
     }

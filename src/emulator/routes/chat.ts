@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { encodeChars } from '../../text/char-tokenizer.ts';
+import { encodeChars } from '../../text/chars-tokenizer.ts';
 import { renderChat } from '../../text/chat-template.ts';
 import type { ServerContext } from '../context.ts';
 import { parseBody } from '../errors.ts';

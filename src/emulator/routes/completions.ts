@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { encodeChars } from '../../text/char-tokenizer.ts';
+import { encodeChars } from '../../text/chars-tokenizer.ts';
 import type { ServerContext } from '../context.ts';
 import { parseBody } from '../errors.ts';
 import { completionSchema, DEFAULT_MAX_TOKENS } from '../schemas.ts';

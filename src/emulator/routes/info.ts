@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import { encodeChars } from '../../text/char-tokenizer.ts';
+import { encodeChars } from '../../text/chars-tokenizer.ts';
 import { renderChat } from '../../text/chat-template.ts';
 import type { ServerContext } from '../context.ts';
 import { parseBody } from '../errors.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { CacheAwarePolicy } from '../../../src/core/policies/cache-aware.ts';
-import { addInstances, concat, req, routeIdle, run } from './baseline-helpers.ts';
+import { addInstances, concat, req, routeIdle, run } from './helpers.ts';
 
 const shared = run(1000, 64);
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { softmaxPickLowest } from '../../../src/core/policies/baseline-softmax.ts';
 import { KvCostPolicy } from '../../../src/core/policies/kv-cost.ts';
+import { softmaxPickLowest } from '../../../src/core/policies/support/softmax-pick.ts';
 import { Random } from '../../../src/core/random.ts';
-import { addInstances, concat, req, run } from './baseline-helpers.ts';
+import { addInstances, concat, req, run } from './helpers.ts';
 
 const shared = run(1000, 64); // 4 blocks of 16
 const done = (prompt: number) => ({ promptTokens: prompt, cachedTokens: 0, outputTokens: 1 });

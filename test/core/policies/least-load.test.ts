@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { LeastLoadPolicy } from '../../../src/core/policies/least-load.ts';
-import { addInstances, req, routeIdle, run } from './baseline-helpers.ts';
+import { addInstances, req, routeIdle, run } from './helpers.ts';
 
 const done = { promptTokens: 4, cachedTokens: 0, outputTokens: 1 };
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { PowerOfTwoPolicy } from '../../../src/core/policies/power-of-two.ts';
-import { addInstances, req, run, signal } from './baseline-helpers.ts';
+import { addInstances, req, run, signal } from './helpers.ts';
 
 const done = { promptTokens: 4, cachedTokens: 0, outputTokens: 1 };
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { hashTokens } from '../../../src/core/hash.ts';
 import { PrefixHashPolicy } from '../../../src/core/policies/prefix-hash.ts';
-import { addInstances, concat, req, routeIdle, run } from './baseline-helpers.ts';
+import { addInstances, concat, req, routeIdle, run } from './helpers.ts';
 
 const prefix = (k: number) => run(k * 1000, 300);
 const done = { promptTokens: 300, cachedTokens: 0, outputTokens: 1 };

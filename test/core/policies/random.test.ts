@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RandomPolicy } from '../../../src/core/policies/random.ts';
-import { addInstances, req, run } from './baseline-helpers.ts';
+import { addInstances, req, run } from './helpers.ts';
 
 const picks = (p: RandomPolicy, n: number) =>
   Array.from({ length: n }, () => p.route(req(run(0, 4)), 0).instance);

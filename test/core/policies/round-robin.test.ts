@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { NoInstanceAvailableError } from '../../../src/core/cluster-view.ts';
 import { RoundRobinPolicy } from '../../../src/core/policies/round-robin.ts';
-import { addInstances, req, run } from './baseline-helpers.ts';
+import { addInstances, req, run } from './helpers.ts';
 
 const pick = (p: RoundRobinPolicy) => p.route(req(run(0, 4)), 0).instance;
 

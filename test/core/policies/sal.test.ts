@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SalPolicy } from '../../../src/core/policies/sal.ts';
-import { addInstances, req, run, signal } from './baseline-helpers.ts';
+import { addInstances, req, run, signal } from './helpers.ts';
 
 const totals = (costs: readonly { instance: number; total: number }[]) => costs.map((c) => c.total);
 

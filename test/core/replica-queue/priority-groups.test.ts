@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createPriorityGroupsPolicy } from '../../../src/core/local/priority-groups.ts';
-import type { QueuedRequest } from '../../../src/core/local/types.ts';
+import { createPriorityGroupsPolicy } from '../../../src/core/replica-queue/priority-groups.ts';
+import type { QueuedRequest } from '../../../src/core/replica-queue/types.ts';
 import { ctx, ids, req } from './helpers.ts';
 
 /** `count` requests of 100 prompt tokens with `cached` of them cached, ids prefix0, prefix1, ... */

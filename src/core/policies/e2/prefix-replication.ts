@@ -1,5 +1,5 @@
-import type { ClusterNode } from '../cluster-tree.ts';
-import type { InstanceId } from '../types.ts';
+import type { ClusterNode } from '../../cluster-tree.ts';
+import type { InstanceId } from '../../types.ts';
 
 /** Queueing times of one key portion on one instance, in two half-window buckets. */
 class HalfWindowAverage {

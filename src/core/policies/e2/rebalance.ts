@@ -1,5 +1,5 @@
-import type { ClusterNode } from '../cluster-tree.ts';
-import type { InstanceId } from '../types.ts';
+import type { ClusterNode } from '../../cluster-tree.ts';
+import type { InstanceId } from '../../types.ts';
 
 /** Future exploit traffic of `node` that would go to `from` goes to `to` instead. */
 export interface Redirect {

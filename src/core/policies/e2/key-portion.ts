@@ -1,4 +1,4 @@
-import type { ClusterNode } from '../cluster-tree.ts';
+import type { ClusterNode } from '../../cluster-tree.ts';
 
 /**
  * The key portion of a request (paper, Appendix A): the deepest node on its path that has more

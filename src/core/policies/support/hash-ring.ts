@@ -1,5 +1,5 @@
-import { hashPair } from '../hash.ts';
-import type { InstanceId } from '../types.ts';
+import { hashPair } from '../../hash.ts';
+import type { InstanceId } from '../../types.ts';
 
 /** Points are packed with an owner index below them into one float, so a plain numeric sort orders both. */
 const OWNER_SLOTS = 2 ** 21;

@@ -1,16 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { prefillTokens, uncachedTokens } from '../../../src/core/local/admission.ts';
-import { createQueuePolicy, type QueuePolicyOptions } from '../../../src/core/local/factory.ts';
-import { larryScore } from '../../../src/core/local/larry.ts';
-import { nextGroupInMix, priorityGroup, proportionalSplit } from '../../../src/core/local/priority-split.ts';
+import { prefillTokens, uncachedTokens } from '../../../src/core/replica-queue/admission.ts';
+import { createQueuePolicy, type QueuePolicyOptions } from '../../../src/core/replica-queue/factory.ts';
+import { larryScore } from '../../../src/core/replica-queue/larry.ts';
+import {
+  nextGroupInMix,
+  priorityGroup,
+  proportionalSplit,
+} from '../../../src/core/replica-queue/priority-split.ts';
 import {
   type QueueContext,
   type QueuedRequest,
   type QueuePolicy,
   queuePolicyNames,
-} from '../../../src/core/local/types.ts';
+} from '../../../src/core/replica-queue/types.ts';
 import { ctxArb, ids, queueArb } from './helpers.ts';
 
 const variants: { name: string; options: QueuePolicyOptions }[] = [

@@ -1,6 +1,6 @@
-import type { ClusterNode } from '../cluster-tree.ts';
-import type { CostModel } from '../cost-model/types.ts';
-import type { InstanceId } from '../types.ts';
+import type { ClusterNode } from '../../cluster-tree.ts';
+import type { CostModel } from '../../cost-model/types.ts';
+import type { InstanceId } from '../../types.ts';
 
 /** One routed request as the window H remembers it. */
 export interface WindowEntry {

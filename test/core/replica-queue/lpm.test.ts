@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createLpmPolicy } from '../../../src/core/local/lpm.ts';
+import { createLpmPolicy } from '../../../src/core/replica-queue/lpm.ts';
 import { ctx, ids, req } from './helpers.ts';
 
 describe('lpm', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createFcfsPolicy } from '../../../src/core/local/fcfs.ts';
+import { createFcfsPolicy } from '../../../src/core/replica-queue/fcfs.ts';
 import { ctx, ids, req } from './helpers.ts';
 
 describe('fcfs', () => {

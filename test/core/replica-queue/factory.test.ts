@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createQueuePolicy, isQueuePolicyName, queuePolicyNames } from '../../../src/core/local/index.ts';
+import {
+  createQueuePolicy,
+  isQueuePolicyName,
+  queuePolicyNames,
+} from '../../../src/core/replica-queue/index.ts';
 
 describe('createQueuePolicy', () => {
   it('creates every named policy', () => {

@@ -1,4 +1,4 @@
-import type { Random } from '../random.ts';
+import type { Random } from '../../random.ts';
 
 /**
  * Sample an index with probability proportional to exp(-(c - min) / ((max - min) * temperature)),

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type E2Options, E2Policy } from '../../../src/core/policies/e2.ts';
-import type { RouteDecision } from '../../../src/core/types.ts';
-import { concat, seq, simpleCostModel } from '../../helpers/simple-cost-model.ts';
+import { type E2Options, E2Policy } from '../../../../src/core/policies/e2/policy.ts';
+import type { RouteDecision } from '../../../../src/core/types.ts';
+import { concat, seq, simpleCostModel } from '../../../helpers/simple-cost-model.ts';
 
 // Cost model: PT(n) = 0.001 n seconds, DT(k) = 0.01 k; before any output is seen DT uses 45 tokens = 0.45 s.
 const OFF = { rebalance: false, autoscale: false, pdBalance: false } as const;

@@ -1,4 +1,4 @@
-import type { InstanceId } from '../types.ts';
+import type { InstanceId } from '../../types.ts';
 
 /**
  * Index in `active` (ascending ids) of the first id greater than `id`, wrapping to 0. Rotations

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { E2Policy } from '../../../src/core/policies/e2.ts';
-import { simpleCostModel } from '../../helpers/simple-cost-model.ts';
+import { E2Policy } from '../../../../src/core/policies/e2/policy.ts';
+import { simpleCostModel } from '../../../helpers/simple-cost-model.ts';
 
 type Op =
   | { kind: 'route'; prefix: number; suffix: number[] }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { IndexMaxHeap } from '../../../src/core/local/index-heap.ts';
+import { IndexMaxHeap } from '../../../src/core/replica-queue/index-heap.ts';
 
 function drain(heap: IndexMaxHeap, keys: readonly number[]): number[] {
   heap.reset(keys.length);

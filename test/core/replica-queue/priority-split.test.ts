@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { nextGroupInMix, priorityGroup, proportionalSplit } from '../../../src/core/local/priority-split.ts';
+import {
+  nextGroupInMix,
+  priorityGroup,
+  proportionalSplit,
+} from '../../../src/core/replica-queue/priority-split.ts';
 
 const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { createFcfsPolicy } from '../../../src/core/local/fcfs.ts';
-import { createLarryPolicy, larryScore } from '../../../src/core/local/larry.ts';
+import { createFcfsPolicy } from '../../../src/core/replica-queue/fcfs.ts';
+import { createLarryPolicy, larryScore } from '../../../src/core/replica-queue/larry.ts';
 import { ctx, ctxArb, ids, queueArb, req } from './helpers.ts';
 
 const close = (actual: number, expected: number) =>

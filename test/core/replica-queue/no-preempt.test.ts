@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createFcfsPolicy } from '../../../src/core/local/fcfs.ts';
-import { createNoPreemptPolicy, defaultMaxOutputTokens } from '../../../src/core/local/no-preempt.ts';
+import { createFcfsPolicy } from '../../../src/core/replica-queue/fcfs.ts';
+import { createNoPreemptPolicy, defaultMaxOutputTokens } from '../../../src/core/replica-queue/no-preempt.ts';
 import { ctx, ids, req } from './helpers.ts';
 
 describe('no-preempt', () => {

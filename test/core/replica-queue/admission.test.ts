@@ -7,7 +7,7 @@ import {
   prefillTokens,
   queueOrder,
   uncachedTokens,
-} from '../../../src/core/local/admission.ts';
+} from '../../../src/core/replica-queue/admission.ts';
 import { ctx, ids, req } from './helpers.ts';
 
 const admitFcfs = (waiting: ReturnType<typeof req>[], context = ctx()) =>

@@ -1,5 +1,5 @@
-import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../cluster-tree.ts';
-import type { CostModel } from '../cost-model/types.ts';
+import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../../cluster-tree.ts';
+import type { CostModel } from '../../cost-model/types.ts';
 import type {
   Branch,
   FinishCounts,
@@ -9,13 +9,13 @@ import type {
   RouteDecision,
   RouteRequest,
   Tokens,
-} from '../types.ts';
-import { SlidingWindow } from '../window.ts';
-import { BasePolicy } from './base-policy.ts';
-import { QueueTimeDetector, splitSubtreeByLoad } from './e2-autoscale.ts';
-import { keyPortionOf } from './e2-key-portion.ts';
-import { InstanceLoad, LoadEstimator, type WindowEntry } from './e2-load.ts';
-import { type MovableLoad, planRebalance, RedirectTable } from './e2-rebalance.ts';
+} from '../../types.ts';
+import { SlidingWindow } from '../../window.ts';
+import { BasePolicy } from '../base-policy.ts';
+import { keyPortionOf } from './key-portion.ts';
+import { InstanceLoad, LoadEstimator, type WindowEntry } from './load.ts';
+import { QueueTimeDetector, splitSubtreeByLoad } from './prefix-replication.ts';
+import { type MovableLoad, planRebalance, RedirectTable } from './rebalance.ts';
 
 export interface E2Options {
   readonly costModel: CostModel;

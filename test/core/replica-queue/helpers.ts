@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { QueueContext, QueuedRequest } from '../../../src/core/local/types.ts';
+import type { QueueContext, QueuedRequest } from '../../../src/core/replica-queue/types.ts';
 
 /** A waiting request; `cached` defaults to 0 and `at` to 0. */
 export function req(id: string, prompt: number, cached = 0, at = 0, maxOutputTokens?: number): QueuedRequest {

@@ -1,4 +1,4 @@
-import type { InstanceId } from '../types.ts';
+import type { InstanceId } from '../../types.ts';
 
 /** A number per instance id (ids are small integers): a growable typed array, 0 for ids never set. */
 export class PerInstanceNumbers {
