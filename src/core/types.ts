@@ -31,8 +31,8 @@ export type Branch =
   | 'exploit'
   | 'explore'
   | 'rebalance'
-  | 'autoscale'
-  | 'pd-balance'
+  | 'replica'
+  | 'phase-mix'
   | 'fallback'
   | 'cache-hit'
   | 'load'
@@ -123,6 +123,6 @@ export interface GlobalPolicy {
   instanceRemoved(instance: InstanceId, now: number): void;
   /** Fresh load signals for one instance (polled metrics). Policies that do not need them ignore it. */
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
-  /** Periodic background work: window expiry, rebalancing, autoscaling. */
+  /** Periodic background work: window expiry, rebalancing, prefix replication. */
   tick(now: number): void;
 }

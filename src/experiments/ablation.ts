@@ -13,19 +13,19 @@ interface Step {
   readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
 }
 
-const BASIC = { rebalance: false, autoscale: false, pdBalance: false } as const;
+const BASIC = { rebalance: false, prefixReplication: false, phaseMix: false } as const;
 
 /** The paper's Figure 5 steps, each adding one mechanism to the one before. */
 export const ABLATION_STEPS: readonly Step[] = [
   { series: 'round-robin', policy: 'round-robin', queuePolicy: 'lpm' },
   { series: 'E2 exploit/explore', policy: 'e2', queuePolicy: 'lpm', e2: BASIC },
   {
-    series: '+ rebalancing, autoscaling',
+    series: '+ rebalancing, prefix replication',
     policy: 'e2',
     queuePolicy: 'lpm',
-    e2: { ...BASIC, rebalance: true, autoscale: true },
+    e2: { ...BASIC, rebalance: true, prefixReplication: true },
   },
-  { series: '+ prefill/decode balancing', policy: 'e2', queuePolicy: 'lpm', e2: {} },
+  { series: '+ phase-mix (prefill/decode) balancing', policy: 'e2', queuePolicy: 'lpm', e2: {} },
   { series: '+ priority groups (Preble)', policy: 'e2', queuePolicy: 'priority-groups', e2: {} },
 ];
 

@@ -32,25 +32,25 @@ export interface E2Options {
   /** Seconds between rebalancing rounds (run from tick). */
   readonly rebalanceInterval: number;
   /** Replicate a prefix whose queueing time doubles across the window. */
-  readonly autoscale: boolean;
-  readonly autoscaleFactor: number;
+  readonly prefixReplication: boolean;
+  readonly replicationFactor: number;
   /** Samples needed in each half of the window before a doubling counts. */
-  readonly autoscaleMinSamples: number;
-  /** Queueing times below this (seconds) never trigger autoscaling. */
-  readonly autoscaleMinQueueSeconds: number;
+  readonly replicationMinSamples: number;
+  /** Queueing times below this (seconds) never trigger prefix replication. */
+  readonly replicationMinQueueSeconds: number;
   /** Prefill/decode balancing of explored requests. */
-  readonly pdBalance: boolean;
+  readonly phaseMix: boolean;
   /**
    * ImbalR: an instance is decode-heavy when the mean cached share of its windowed requests (1 for a
    * decode-phase unit, 0 for a prefill-phase unit) exceeds this.
    */
-  readonly pdImbalanceRatio: number;
+  readonly phaseMixRatio: number;
   /**
    * Our extension, off by default (Infinity): the decode-heavy instance takes the request only if
-   * its load cost is at most this multiple of the cheapest instance's. The paper puts P/D balancing
+   * its load cost is at most this multiple of the cheapest instance's. The paper puts prefill/decode (phase-mix) balancing
    * before the cost comparison unconditionally; a finite guard keeps it from building a hot spot.
    */
-  readonly pdLoadGuard: number;
+  readonly phaseMixLoadGuard: number;
   /** Output length assumed before any request in the window has finished. */
   readonly defaultOutputTokens: number;
   /**
@@ -67,13 +67,13 @@ export const E2_DEFAULTS: Omit<E2Options, 'costModel'> = {
   rebalance: true,
   rebalanceThreshold: 1.5,
   rebalanceInterval: 1,
-  autoscale: true,
-  autoscaleFactor: 2,
-  autoscaleMinSamples: 4,
-  autoscaleMinQueueSeconds: 0.05,
-  pdBalance: true,
-  pdImbalanceRatio: 0.8,
-  pdLoadGuard: Number.POSITIVE_INFINITY,
+  prefixReplication: true,
+  replicationFactor: 2,
+  replicationMinSamples: 4,
+  replicationMinQueueSeconds: 0.05,
+  phaseMix: true,
+  phaseMixRatio: 0.8,
+  phaseMixLoadGuard: Number.POSITIVE_INFINITY,
   defaultOutputTokens: 45,
   maxWindowStaleness: 1,
 };
@@ -83,8 +83,8 @@ interface Candidate {
   via: Branch;
 }
 
-/** A replica added by autoscaling: requests through `node` may also run on `instance`. */
-interface Replica {
+/** A replica added by prefix replication: requests through `node` may also run on `instance`. */
+interface PrefixReplica {
   readonly instance: InstanceId;
   readonly at: number;
   /** Children of the prefix whose load stayed with the original instance: not the replica's. */
@@ -95,7 +95,7 @@ interface Replica {
  * Preble's E2 global scheduler (paper 3.2, Algorithms 1 and 2). Exploit when the longest cached
  * prefix is longer than the rest of the prompt, choosing by load cost among the instances that
  * cache the deepest matched node; otherwise explore: prefill/decode balancing first, then the
- * lowest load cost L + M + P over all instances. Rebalancing and autoscaling adjust where future
+ * lowest load cost L + M + P over all instances. Rebalancing and prefix replication adjust where future
  * exploit traffic goes. Every cost is kept incrementally: no decision scans the tree or the window.
  */
 export class E2Policy extends BasePolicy {
@@ -109,7 +109,7 @@ export class E2Policy extends BasePolicy {
   /** In-flight requests' window entries (the entry's time is when it was routed). */
   private readonly inflightEntries = new Map<string, WindowEntry>();
   private readonly redirects = new RedirectTable();
-  private readonly replicas = new Map<ClusterNode, Replica[]>();
+  private readonly replicas = new Map<ClusterNode, PrefixReplica[]>();
   private readonly queueTimes: QueueTimeDetector;
   private lastRebalance = Number.NEGATIVE_INFINITY;
   private lastExpiry = Number.NEGATIVE_INFINITY;
@@ -137,9 +137,9 @@ export class E2Policy extends BasePolicy {
     this.estimator = new LoadEstimator(this.options.costModel, this.options.defaultOutputTokens);
     this.queueTimes = new QueueTimeDetector(
       this.options.windowSeconds / 2,
-      this.options.autoscaleFactor,
-      this.options.autoscaleMinSamples,
-      this.options.autoscaleMinQueueSeconds,
+      this.options.replicationFactor,
+      this.options.replicationMinSamples,
+      this.options.replicationMinQueueSeconds,
     );
     this.tree.onSplit = (head, tail) => this.keyPortionSplit(head, tail);
     // A merged-away parent's state continues in the child that now holds its tokens.
@@ -157,7 +157,7 @@ export class E2Policy extends BasePolicy {
     return load === undefined ? 0 : this.estimator.load(load, this.cluster);
   }
 
-  /** Cached-token share of the instance's windowed prompts (the P/D balancing signal). */
+  /** Cached-token share of the instance's windowed prompts (the phase-mix balancing signal). */
   decodeRatioOf(instance: InstanceId): number {
     return this.loads[instance]?.decodeRatio ?? 0;
   }
@@ -182,7 +182,7 @@ export class E2Policy extends BasePolicy {
     }
 
     const decision = this.cheapest(this.exploreCandidates(active), tokens.length, mark);
-    if (!this.options.pdBalance) return decision;
+    if (!this.options.phaseMix) return decision;
     return this.preferDecodeHeavy(decision, active) ?? decision;
   }
 
@@ -213,7 +213,7 @@ export class E2Policy extends BasePolicy {
   }
 
   override requestStarted(id: string, now: number): void {
-    if (!this.options.autoscale) return;
+    if (!this.options.prefixReplication) return;
     const entry = this.inflightEntries.get(id);
     if (entry === undefined || !entry.live || !this.view.has(entry.instance)) return;
     const kp = keyPortionOf(entry.leaf);
@@ -288,7 +288,7 @@ export class E2Policy extends BasePolicy {
     this.pruneAdjustments(now);
     const loads = this.adjustedLoads(now);
     if (this.options.rebalance) this.rebalance(loads, now);
-    if (this.options.autoscale) this.autoscale(loads, now);
+    if (this.options.prefixReplication) this.replicatePrefixes(loads, now);
   }
 
   // ---- routing ------------------------------------------------------------------------------
@@ -322,7 +322,7 @@ export class E2Policy extends BasePolicy {
     return this.exploreList;
   }
 
-  /** Instances caching the deepest matched node, with rebalancing redirects and autoscaled replicas applied. */
+  /** Instances caching the deepest matched node, with rebalancing redirects and prefix replicas applied. */
   private exploitCandidates(
     path: readonly ClusterNode[],
     holders: readonly InstanceId[],
@@ -341,7 +341,7 @@ export class E2Policy extends BasePolicy {
         if (list === undefined) continue;
         const next = path[p + 1];
         for (const r of list)
-          if (next === undefined || !r.stayed.has(next)) this.addCandidate(out, r.instance, 'autoscale');
+          if (next === undefined || !r.stayed.has(next)) this.addCandidate(out, r.instance, 'replica');
       }
     }
     // Redirect targets might all be gone; never return an empty set.
@@ -409,7 +409,7 @@ export class E2Policy extends BasePolicy {
     active: readonly InstanceId[],
   ): RouteDecision | undefined {
     let target = -1;
-    let ratio = this.options.pdImbalanceRatio;
+    let ratio = this.options.phaseMixRatio;
     for (const i of active) {
       const r = this.decodeRatioOf(i);
       if (r > ratio) {
@@ -420,10 +420,10 @@ export class E2Policy extends BasePolicy {
     if (target < 0 || target === decision.instance) return undefined;
     const cheapest = decision.costs.find((c) => c.instance === decision.instance)!.total;
     const targetCost = decision.costs.find((c) => c.instance === target)!.total;
-    if (targetCost > this.options.pdLoadGuard * cheapest) return undefined;
+    if (targetCost > this.options.phaseMixLoadGuard * cheapest) return undefined;
     return {
       instance: target,
-      branch: 'pd-balance',
+      branch: 'phase-mix',
       matchedTokens: this.tree.cachedOn(target),
       costs: decision.costs,
     };
@@ -552,7 +552,7 @@ export class E2Policy extends BasePolicy {
   }
 
   /** Replicate prefixes whose queueing time doubled onto the lightest other instance, splitting their subtree by load. */
-  private autoscale(loads: Map<InstanceId, number>, now: number): void {
+  private replicatePrefixes(loads: Map<InstanceId, number>, now: number): void {
     for (const t of this.queueTimes.takeTriggers(now)) {
       if (!loads.has(t.instance) || t.node.parent === null) continue;
       const existing = this.replicas.get(t.node) ?? [];
@@ -574,7 +574,7 @@ export class E2Policy extends BasePolicy {
           to: target,
           at: now,
           movedLoad: c.load,
-          reason: 'autoscale',
+          reason: 'replica',
         });
       }
     }
@@ -582,7 +582,7 @@ export class E2Policy extends BasePolicy {
 
   /**
    * Algorithm 2 load (prefill of missed tokens + decode) that each child subtree of `node` put on
-   * `instance` in the window. Scans the window: background work, run only when autoscaling fires.
+   * `instance` in the window. Scans the window: background work, run only when prefix replication fires.
    */
   private childLoads(node: ClusterNode, instance: InstanceId): { node: ClusterNode; load: number }[] {
     const decode = this.estimator.decodeSeconds(this.loadFor(instance), this.cluster);

@@ -40,7 +40,7 @@ class HalfWindowAverage {
   }
 }
 
-export interface AutoscaleTrigger {
+export interface ReplicationTrigger {
   readonly node: ClusterNode;
   readonly instance: InstanceId;
   readonly previousAverage: number;
@@ -80,9 +80,9 @@ export class QueueTimeDetector {
   }
 
   /** Prefixes whose queueing time doubled, checked only for those that saw new samples. */
-  takeTriggers(now: number): AutoscaleTrigger[] {
+  takeTriggers(now: number): ReplicationTrigger[] {
     const bucket = Math.floor(now / this.halfWindow);
-    const out: AutoscaleTrigger[] = [];
+    const out: ReplicationTrigger[] = [];
     for (const avg of this.flagged) {
       avg.roll(bucket);
       if (avg.currentCount < this.minSamples || avg.previousCount < this.minSamples) continue;

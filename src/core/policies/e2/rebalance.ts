@@ -8,7 +8,7 @@ export interface Redirect {
   /** When it was decided, and how much windowed load (seconds) it was meant to move. */
   readonly at: number;
   readonly movedLoad: number;
-  readonly reason: 'rebalance' | 'autoscale';
+  readonly reason: 'rebalance' | 'replica';
 }
 
 /**

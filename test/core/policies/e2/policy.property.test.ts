@@ -76,7 +76,7 @@ test('E2 keeps its accounting exact through any mix of routing, feedback, evicti
               break;
             }
             assert.ok(d.matchedTokens >= 0 && d.matchedTokens <= tokens.length);
-            assert.ok(d.costs.some((c) => c.instance === d.instance) || d.branch === 'pd-balance');
+            assert.ok(d.costs.some((c) => c.instance === d.instance) || d.branch === 'phase-mix');
             inflight.push({ id, instance: d.instance, tokens });
             routed.push(tokens);
             break;

@@ -5,7 +5,7 @@ import type { RouteDecision } from '../../../../src/core/types.ts';
 import { concat, seq, simpleCostModel } from '../../../helpers/simple-cost-model.ts';
 
 // Cost model: PT(n) = 0.001 n seconds, DT(k) = 0.01 k; before any output is seen DT uses 45 tokens = 0.45 s.
-const OFF = { rebalance: false, autoscale: false, pdBalance: false } as const;
+const OFF = { rebalance: false, prefixReplication: false, phaseMix: false } as const;
 const finished = (promptTokens: number, cachedTokens = 0, outputTokens = 45) => ({
   promptTokens,
   cachedTokens,
@@ -129,7 +129,7 @@ test('eviction cost M prices LRU victims by PT(tokens) x (their window requests 
 
 test('prefill/decode balancing sends an explored request to a decode-heavy instance, within the load guard', () => {
   const scenario = (guard: number) => {
-    const p = e2(2, { pdBalance: true, pdImbalanceRatio: 0.8, pdLoadGuard: guard });
+    const p = e2(2, { phaseMix: true, phaseMixRatio: 0.8, phaseMixLoadGuard: guard });
     route(p, seq(100, 0)); // -> 0
     for (let i = 0; i < 6; i++) route(p, concat(seq(100, 0), seq(5, 1000 + 10 * i))); // exploits -> 0
     // Instance 0's window: 600 cached of 730 prompt tokens = 0.82 > 0.8.
@@ -137,7 +137,7 @@ test('prefill/decode balancing sends an explored request to a decode-heavy insta
     return route(p, seq(50, 7000));
   };
   const relaxed = scenario(1000);
-  assert.equal(relaxed.branch, 'pd-balance');
+  assert.equal(relaxed.branch, 'phase-mix');
   assert.equal(relaxed.instance, 0);
   const guarded = scenario(1.5); // instance 0 costs far more than 1.5 x instance 1
   assert.equal(guarded.branch, 'explore');
@@ -145,7 +145,7 @@ test('prefill/decode balancing sends an explored request to a decode-heavy insta
 });
 
 test('rebalancing redirects a key portion of the heavy instance to the light one, and only that one', () => {
-  const p = new E2Policy({ costModel: simpleCostModel(), autoscale: false, pdBalance: false });
+  const p = new E2Policy({ costModel: simpleCostModel(), prefixReplication: false, phaseMix: false });
   p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
   const kp1 = seq(200, 10_000);
   const kp2 = seq(200, 20_000);
@@ -168,8 +168,8 @@ test('rebalancing redirects a key portion of the heavy instance to the light one
   assert.equal(route(off, concat(kp1, seq(10, 900)), 8).instance, 0);
 });
 
-test('autoscaling replicates a prefix whose queueing time doubles across the window', () => {
-  const p = e2(2, { autoscale: true, autoscaleMinSamples: 4, autoscaleMinQueueSeconds: 0.05 });
+test('prefix replication copies a prefix whose queueing time doubles across the window', () => {
+  const p = e2(2, { prefixReplication: true, replicationMinSamples: 4, replicationMinQueueSeconds: 0.05 });
   const hot = seq(200, 10_000);
   let n = 0;
   const hit = (now: number, queue: number) => {
@@ -181,7 +181,7 @@ test('autoscaling replicates a prefix whose queueing time doubles across the win
   for (let t = 100; t < 140; t += 10) assert.equal(hit(t, 0.3).instance, 0); // second half: 0.3 s, tripled
   p.tick(150);
   const d = route(p, concat(hot, seq(10, 5000)), 151);
-  assert.equal(d.branch, 'autoscale');
+  assert.equal(d.branch, 'replica');
   assert.equal(d.instance, 1);
 });
 
@@ -249,12 +249,12 @@ test('reported evictions remove the prefix from the instance view', () => {
   p.tree.checkInvariants();
 });
 
-test('adjustments expire after one window even with rebalancing off (autoscale-only ablation)', () => {
+test('adjustments expire after one window even with rebalancing off (replication-only ablation)', () => {
   const p = e2(2, {
     windowSeconds: 10,
-    autoscale: true,
-    autoscaleMinSamples: 2,
-    autoscaleMinQueueSeconds: 0.01,
+    prefixReplication: true,
+    replicationMinSamples: 2,
+    replicationMinQueueSeconds: 0.01,
   });
   const hot = seq(200, 10_000);
   let n = 0;
@@ -267,7 +267,7 @@ test('adjustments expire after one window even with rebalancing off (autoscale-o
   for (const t of [1, 2]) hit(t, 0.02);
   for (const t of [6, 7]) hit(t, 0.2);
   p.tick(8);
-  assert.equal(route(p, concat(hot, seq(10, 5000)), 8.5).branch, 'autoscale');
+  assert.equal(route(p, concat(hot, seq(10, 5000)), 8.5).branch, 'replica');
   p.tick(100); // the window turned over: the replica and its redirects are gone
   for (let k = 0; k < 4; k++) {
     // Among these children are the ones the subtree split moved to the replica.
@@ -278,7 +278,7 @@ test('adjustments expire after one window even with rebalancing off (autoscale-o
 });
 
 test('a split keeps a redirect on its own prefix instead of widening it to other branches', () => {
-  const p = new E2Policy({ costModel: simpleCostModel(), autoscale: false, pdBalance: false });
+  const p = new E2Policy({ costModel: simpleCostModel(), prefixReplication: false, phaseMix: false });
   p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
   const system = seq(500, 0);
   const doc = seq(600, 10_000);
