@@ -4,6 +4,7 @@ import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { addRegistryHelp } from './registry-help.ts';
 
 interface BenchMemoryFlags {
   workload: string;
@@ -17,7 +18,7 @@ interface BenchMemoryFlags {
 }
 
 export function registerBenchMemory(bench: Command): void {
-  bench
+  const command = bench
     .command('memory')
     .description("E2's tree size and the heap along a long request stream (they must stay flat)")
     .option('--workload <name>', 'workload generator', 'toolbench')
@@ -29,6 +30,7 @@ export function registerBenchMemory(bench: Command): void {
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: BenchMemoryFlags) => benchMemory(flags));
+  addRegistryHelp(command, ['presets', 'workloads']);
 }
 
 function memory(): { heapMB: number; rssMB: number } {

@@ -6,6 +6,7 @@ import { parsePolicyList } from '../core/policies/registry.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { addRegistryHelp } from './registry-help.ts';
 
 interface BenchSchedulerFlags {
   workload: string;
@@ -20,7 +21,7 @@ interface BenchSchedulerFlags {
 }
 
 export function registerBenchScheduler(bench: Command): void {
-  bench
+  const command = bench
     .command('scheduler')
     .description(
       'routing decisions per second of each global policy on a pre-generated request stream (no engine)',
@@ -35,6 +36,7 @@ export function registerBenchScheduler(bench: Command): void {
     .option('--repeat <n>', 'runs per policy; the median run is reported', positiveInt, 3)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: BenchSchedulerFlags) => benchScheduler(flags));
+  addRegistryHelp(command, ['policies', 'presets', 'workloads']);
 }
 
 function benchScheduler(flags: BenchSchedulerFlags): void {

@@ -4,6 +4,7 @@ import { costModelPreset } from '../core/cost-model/presets.ts';
 import { runSimulation } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { addRegistryHelp } from './registry-help.ts';
 
 interface BenchSimFlags {
   workload: string;
@@ -17,7 +18,7 @@ interface BenchSimFlags {
 }
 
 export function registerBenchSim(bench: Command): void {
-  bench
+  const command = bench
     .command('sim')
     .description('simulator speed: simulated requests and events per second of wall time')
     .option('--workload <name>', 'workload generator', 'toolbench')
@@ -29,6 +30,7 @@ export function registerBenchSim(bench: Command): void {
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: BenchSimFlags) => benchSim(flags));
+  addRegistryHelp(command, ['policies', 'presets', 'workloads']);
 }
 
 function benchSim(flags: BenchSimFlags): void {

@@ -14,6 +14,7 @@ import { runSimulation } from '../sim/run.ts';
 import { decodeChars } from '../text/chars-tokenizer.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { addRegistryHelp } from './registry-help.ts';
 
 interface DemoFlags {
   real?: boolean;
@@ -38,7 +39,7 @@ const REAL_STREAM = { prefixes: 8, prefixChars: 1500, suffixChars: 40, outputTok
 const REAL_COST_MODEL = 'llamacpp-small-cpu';
 
 export function registerDemo(program: Command): void {
-  program
+  const command = program
     .command('demo')
     .description(
       'replicas + the gateway on local ports, a shared-prefix workload over real HTTP, policies compared',
@@ -64,6 +65,7 @@ export function registerDemo(program: Command): void {
     .option('--ctx <n>', 'real: KV context per replica (-c)', positiveInt, 16_384)
     .option('--json', 'print one JSON object on stdout')
     .action((flags: DemoFlags) => demo(flags));
+  addRegistryHelp(command, ['policies', 'presets', 'workloads']);
 }
 
 async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {

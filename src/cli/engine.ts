@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { FAIL_STATUS_RANGE, HEALTH_STATUS_RANGE } from '../emulator/faults.ts';
 import { createEngineServer, DEFAULT_MODEL, DEFAULT_QUEUE_POLICY } from '../emulator/server.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
+import { addRegistryHelp } from './registry-help.ts';
 
 interface EngineFlags {
   port: number;
@@ -45,7 +46,7 @@ function statusIn([min, max]: readonly [number, number]): (value: string) => num
 }
 
 export function registerEngine(program: Command): void {
-  program
+  const command = program
     .command('engine')
     .description('an emulated LLM replica behind an OpenAI-compatible HTTP server')
     .requiredOption('--port <p>', 'TCP port (0 picks a free one)', port)
@@ -94,6 +95,7 @@ export function registerEngine(program: Command): void {
     )
     .option('--fault-admin', 'serve POST /_preble/faults to change the faults at run time (tests only)')
     .action((flags: EngineFlags) => runEngine(flags));
+  addRegistryHelp(command, ['queuePolicies', 'presets']);
 }
 
 async function runEngine(flags: EngineFlags): Promise<void> {

@@ -32,10 +32,14 @@ export function registerExperiment(program: Command): void {
 
 async function runExperiment(name: string, flags: ExperimentFlags): Promise<void> {
   const experiment = findExperiment(name);
+  const only = flags.only?.split(',').map((s) => s.trim());
+  for (const [old, renamed] of Object.entries(experiment.renamedSeries ?? {})) {
+    if (flags.only?.includes(old)) throw new Error(`--only: series '${old}' was renamed '${renamed}'`);
+  }
   const cells = experiment.cells({
     requests: flags.requests,
     seed: flags.seed,
-    ...(flags.only === undefined ? {} : { only: flags.only.split(',').map((s) => s.trim()) }),
+    ...(only === undefined ? {} : { only }),
     ...(flags.azure === undefined ? {} : { azureTrace: flags.azure }),
   });
   if (cells.length === 0) throw new Error('no simulation to run (check --only)');

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import { parsePolicyList } from '../core/policies/registry.ts';
-import { isQueuePolicyName } from '../core/replica-queue/factory.ts';
+import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
+import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import { runSimulation, type SimReport } from '../sim/run.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { createProgress } from './progress.ts';
+import { addRegistryHelp } from './registry-help.ts';
 import { writeSimOutputs } from './sim-output.ts';
 import { simTable } from './sim-table.ts';
 import { workloadStream } from './workload-stream.ts';
@@ -15,6 +16,7 @@ interface SimFlags {
   rps: string;
   requests: number;
   policy: string;
+  policyOption: string[];
   model: string;
   seed: number;
   queuePolicy: string;
@@ -27,13 +29,10 @@ interface SimFlags {
 }
 
 export function registerSim(program: Command): void {
-  program
+  const command = program
     .command('sim')
     .description('simulate a cluster of emulated engines under one or more global policies')
-    .requiredOption(
-      '--workload <w>',
-      'a generator (toolbench, embodied-agent, programming, video-qa, loogle, mixed) or azure:FILE / mooncake:FILE',
-    )
+    .requiredOption('--workload <w>', 'a generator or azure:FILE / mooncake:FILE (listed below)')
     .option('--instances <n>', 'model instances', positiveInt, 4)
     .option(
       '--rps <r>',
@@ -41,14 +40,16 @@ export function registerSim(program: Command): void {
       '8',
     )
     .option('--requests <n>', 'requests per run', positiveInt, 2000)
-    .option('--policy <list>', "global policy, a comma list, or 'all'", 'e2')
-    .option('--model <preset>', 'cost-model preset', 'mistral-7b-a6000')
-    .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option('--policy <list>', "global policy, a comma list, or 'all' (listed below)", 'e2')
     .option(
-      '--queue-policy <name>',
-      "engines' queue policy (fcfs, lpm, priority-groups, larry, no-preempt) or auto",
-      'auto',
+      '--policy-option <POLICY.OPTION=VALUE>',
+      'a policy option over its default, e.g. e2.phaseMix=false (repeatable; options listed below)',
+      collect,
+      [],
     )
+    .option('--model <preset>', 'cost-model preset (listed below)', 'mistral-7b-a6000')
+    .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option('--queue-policy <name>', "engines' queue policy (listed below), or auto: lpm", 'auto')
     .option('--chunk <tokens>', 'chunked-prefill token budget per iteration', positiveInt)
     .option('--kv-tokens <n>', "override each instance's KV capacity in tokens", positiveInt)
     .option('--slo-ttft <s>', 'TTFT target in seconds (for SLO attainment)', positiveNumber)
@@ -56,6 +57,26 @@ export function registerSim(program: Command): void {
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
+  addRegistryHelp(command, ['policies', 'queuePolicies', 'presets', 'workloads']);
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** `--policy-option` values grouped by policy; each must name a policy of the run. */
+function policyOptionsOf(
+  given: readonly string[],
+  policies: readonly string[],
+): Map<string, Record<string, unknown>> {
+  const byPolicy = new Map<string, Record<string, unknown>>();
+  for (const text of given) {
+    const { policy, key, value } = parsePolicyOption(text);
+    if (!policies.includes(policy))
+      throw new Error(`--policy-option ${text}: '${policy}' is not in --policy`);
+    byPolicy.set(policy, { ...byPolicy.get(policy), [key]: value });
+  }
+  return byPolicy;
 }
 
 function parseRates(list: string): number[] {
@@ -68,9 +89,10 @@ function parseRates(list: string): number[] {
 async function sim(flags: SimFlags): Promise<void> {
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
+  const policyOptions = policyOptionsOf(flags.policyOption, policies);
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
     throw new Error(
-      `unknown queue policy '${flags.queuePolicy}'; valid: auto, fcfs, lpm, priority-groups, larry, no-preempt`,
+      `unknown queue policy '${flags.queuePolicy}'; valid: auto, ${queuePolicyNames.join(', ')}`,
     );
   }
   if ((flags.sloTtft === undefined) !== (flags.sloTpot === undefined)) {
@@ -89,8 +111,10 @@ async function sim(flags: SimFlags): Promise<void> {
       const requests = workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
       for (const policy of policies) {
         const done = progress.offset();
+        const options = policyOptions.get(policy);
         const { report, result } = runSimulation({
           policy,
+          ...(options === undefined ? {} : { policyOptions: options }),
           workload: flags.workload,
           instances: flags.instances,
           rps,

@@ -26,41 +26,26 @@ export interface RouteRequest {
   readonly avoid?: readonly InstanceId[];
 }
 
-/** Why a policy chose an instance. */
-export type Branch =
-  | 'exploit'
-  | 'explore'
-  | 'rebalance'
-  | 'replica'
-  | 'phase-mix'
-  | 'fallback'
-  | 'cache-hit'
-  | 'load'
-  | 'hash'
-  | 'random'
-  | 'round-robin';
-
-/** One instance's cost as a policy compared it (policies fill the parts they use). */
+/**
+ * One instance's cost as a policy compared it. Only the total and the matched tokens are shared;
+ * a policy with a cost of several parts declares its own type extending this one (E2's L, M and P:
+ * `E2InstanceCost`), so the contract names no policy's parts.
+ */
 export interface InstanceCost {
   readonly instance: InstanceId;
   readonly total: number;
-  /** E2: recent load L (seconds of work in the window). */
-  readonly load?: number;
-  /** E2: eviction cost M. */
-  readonly eviction?: number;
-  /** E2: this request's own prefill time P. */
-  readonly prefill?: number;
   /** Tokens of this prompt already cached on the instance, as the policy believes. */
   readonly matchedTokens?: number;
 }
 
-export interface RouteDecision {
+export interface RouteDecision<C extends InstanceCost = InstanceCost> {
   readonly instance: InstanceId;
-  readonly branch: Branch;
+  /** Why the policy chose it: one of the names the policy declares in `branches`. */
+  readonly branch: string;
   /** Prompt tokens the policy expects to be served from the chosen instance's cache. */
   readonly matchedTokens: number;
   /** The costs compared, for explanations and metrics (may be empty for cost-free policies). */
-  readonly costs: readonly InstanceCost[];
+  readonly costs: readonly C[];
 }
 
 /** Token counts an engine reports when a request finishes. */
@@ -96,7 +81,7 @@ export interface InstanceLoadSignal {
 }
 
 /**
- * The global policy contract (DESIGN.md). The simulator and the gateway drive every policy
+ * The global policy contract (docs/design.md). The simulator and the gateway drive every policy
  * through exactly these calls, in this order for one request:
  *   route -> requestStarted -> requestFirstToken -> requestFinished | requestFailed.
  * The caller counts the request against its instance before dispatch: `route` itself records it
@@ -104,6 +89,8 @@ export interface InstanceLoadSignal {
  */
 export interface GlobalPolicy {
   readonly name: string;
+  /** Every branch name `route` may return, so metrics and reports can list them before they occur. */
+  readonly branches: readonly string[];
   route(request: RouteRequest, now: number): RouteDecision;
   /** The engine admitted the request into a batch (queueing ends). */
   requestStarted(id: string, now: number): void;

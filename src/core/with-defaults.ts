@@ -1,12 +1,17 @@
 /**
  * Options over defaults, where an option given as `undefined` keeps its default (a plain spread
- * would overwrite the default with undefined, e.g. for `{ seed: context.seed }`).
+ * would overwrite the default with undefined, e.g. for `{ seed: context.seed }`). The one defaults
+ * idiom of every plugin (global policies, queue policies): the registries' tests hold each to it.
  */
-export function withDefaults<T extends object>(defaults: Required<T>, options: T): Required<T> {
+export function withDefaults<D extends object>(
+  defaults: D,
+  options: { readonly [K in keyof D]?: D[K] | undefined },
+): D {
   const merged = { ...defaults };
-  for (const key of Object.keys(options) as (keyof T)[]) {
+  for (const key of Object.keys(options) as (keyof D)[]) {
+    if (!(key in defaults)) continue;
     const value = options[key];
-    if (value !== undefined) merged[key] = value as Required<T>[keyof T];
+    if (value !== undefined) merged[key] = value as D[keyof D];
   }
   return merged;
 }

@@ -1,8 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import { isQueuePolicyName } from '../core/replica-queue/factory.ts';
-import { queuePolicyNames } from '../core/replica-queue/types.ts';
+import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import { Engine } from '../engine/engine.ts';
 import type { ServerContext } from './context.ts';
 import { type DriverOptions, WallClockDriver } from './driver.ts';

@@ -1,6 +1,10 @@
 import type { CostModel } from '../core/cost-model/types.ts';
-import { createQueuePolicy, type QueuePolicyOptions } from '../core/replica-queue/factory.ts';
-import type { QueuePolicy, QueuePolicyName } from '../core/replica-queue/types.ts';
+import {
+  createQueuePolicy,
+  type QueuePolicyName,
+  type QueuePolicyOptions,
+} from '../core/replica-queue/registry.ts';
+import type { QueuePolicy } from '../core/replica-queue/types.ts';
 
 export interface EngineOptions {
   /** Iteration times and, unless overridden, the KV capacity. */

@@ -1,6 +1,6 @@
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import type { E2Options } from '../core/policies/e2/policy.ts';
-import type { QueuePolicyName } from '../core/replica-queue/types.ts';
+import type { PolicyOptions } from '../core/policies/registry.ts';
+import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import { fixed } from '../report/text-table.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { ratiosTo } from './ratios.ts';
@@ -10,7 +10,7 @@ interface Step {
   readonly series: string;
   readonly policy: string;
   readonly queuePolicy: QueuePolicyName;
-  readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
+  readonly options?: PolicyOptions<'e2'>;
 }
 
 const BASIC = { rebalance: false, prefixReplication: false, phaseMix: false } as const;
@@ -18,15 +18,15 @@ const BASIC = { rebalance: false, prefixReplication: false, phaseMix: false } as
 /** The paper's Figure 5 steps, each adding one mechanism to the one before. */
 export const ABLATION_STEPS: readonly Step[] = [
   { series: 'round-robin', policy: 'round-robin', queuePolicy: 'lpm' },
-  { series: 'E2 exploit/explore', policy: 'e2', queuePolicy: 'lpm', e2: BASIC },
+  { series: 'E2 exploit/explore', policy: 'e2', queuePolicy: 'lpm', options: BASIC },
   {
-    series: '+ rebalancing, prefix replication',
+    series: '+ rebalancing and prefix replication',
     policy: 'e2',
     queuePolicy: 'lpm',
-    e2: { ...BASIC, rebalance: true, prefixReplication: true },
+    options: { ...BASIC, rebalance: true, prefixReplication: true },
   },
-  { series: '+ phase-mix (prefill/decode) balancing', policy: 'e2', queuePolicy: 'lpm', e2: {} },
-  { series: '+ priority groups (Preble)', policy: 'e2', queuePolicy: 'priority-groups', e2: {} },
+  { series: '+ phase-mix (prefill/decode) balancing', policy: 'e2', queuePolicy: 'lpm', options: {} },
+  { series: '+ priority groups (Preble)', policy: 'e2', queuePolicy: 'priority-groups', options: {} },
 ];
 
 /** Per-instance rates: Toolbench with Zipf-1.1 tool popularity on 4 Mistral-7B/A6000 instances. */
@@ -35,6 +35,10 @@ export const ABLATION_RATES_PER_INSTANCE = [2, 4, 6] as const;
 export const ablation: Experiment = {
   name: 'ablation',
   title: 'Ablation (paper, Figure 5): Toolbench with Zipf-1.1 tools on 4 instances, one mechanism at a time',
+  renamedSeries: {
+    '+ rebalancing, autoscaling': '+ rebalancing and prefix replication',
+    '+ prefill/decode balancing': '+ phase-mix (prefill/decode) balancing',
+  },
   cells(options: ExperimentOptions): Cell[] {
     const costModel = costModelPreset('mistral-7b-a6000');
     const instances = 4;
@@ -54,7 +58,7 @@ export const ablation: Experiment = {
             costModel,
             seed: options.seed,
             queuePolicy: step.queuePolicy,
-            ...(step.e2 === undefined ? {} : { e2: step.e2 }),
+            ...(step.options === undefined ? {} : { policyOptions: step.options }),
             requests: () =>
               createWorkload('toolbench', {
                 requests: options.requests,

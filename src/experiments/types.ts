@@ -30,6 +30,8 @@ export interface Experiment {
   readonly name: string;
   readonly title: string;
   cells(options: ExperimentOptions): Cell[];
+  /** Series renamed since a release: old name -> new name (`--only` refuses the old one with a hint). */
+  readonly renamedSeries?: Readonly<Record<string, string>>;
   /** Markdown body (after the generated tables and plots): the comparison with the paper. */
   discuss(results: readonly CellResult[]): string;
 }

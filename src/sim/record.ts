@@ -1,4 +1,4 @@
-import type { Branch, InstanceId } from '../core/types.ts';
+import type { InstanceId } from '../core/types.ts';
 
 /**
  * What the simulator records for one request (times in seconds; -1 until it happens). A superset of
@@ -9,7 +9,7 @@ export interface SimRecord {
   readonly id: string;
   readonly workload: string;
   readonly instance: InstanceId;
-  readonly branch: Branch;
+  readonly branch: string;
   readonly arrival: number;
   readonly dispatch: number;
   /** Admitted into a batch (queueing ends). */

@@ -1,8 +1,6 @@
 import type { InstanceCostModel } from '../core/cost-model/instance.ts';
-import type { E2Options } from '../core/policies/e2/policy.ts';
 import { createGlobalPolicy } from '../core/policies/registry.ts';
-import type { QueuePolicyName } from '../core/replica-queue/types.ts';
-import type { Branch } from '../core/types.ts';
+import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
 import type { SimRecord } from './record.ts';
@@ -31,7 +29,8 @@ export interface SimSpec {
   readonly maxRunning?: number;
   /** Prefixes are exclusive (llama.cpp slots): the engines recompute busy ones, the policy is told so. */
   readonly exclusivePrefixes?: boolean;
-  readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
+  /** The policy's options beyond the registry's defaults (the ablation switches E2's features here). */
+  readonly policyOptions?: Readonly<Record<string, unknown>>;
   /** SLO targets in seconds, for attainment. */
   readonly slo?: { readonly ttft: number; readonly tpot: number };
   readonly onProgress?: (finished: number) => void;
@@ -44,7 +43,7 @@ export interface PercentileSummary {
   readonly p99: number;
 }
 
-/** The `preble sim --json` object for one policy (DESIGN.md), plus diagnostics. */
+/** The `preble sim --json` object for one policy (docs/design.md), plus diagnostics. */
 export interface SimReport {
   readonly policy: string;
   readonly workload: string;
@@ -61,7 +60,8 @@ export interface SimReport {
   readonly perInstance: readonly { requests: number; busyFraction: number; cacheHitRate: number }[];
   readonly sloAttainment?: { readonly ttft: number; readonly tpot: number; readonly both: number };
   readonly queuePolicy: QueuePolicyName;
-  readonly branches: Partial<Record<Branch, number>>;
+  /** Decisions per branch name the policy declares (only branches taken appear). */
+  readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
   readonly predictedHitRate: number;
   readonly meanOutputTokens: number;
@@ -76,7 +76,11 @@ export function resolveQueuePolicy(queuePolicy: QueuePolicyName | 'auto' | undef
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
   const queuePolicy = resolveQueuePolicy(spec.queuePolicy);
-  const policy = createGlobalPolicy(spec.policy, { costModel: spec.costModel, seed: spec.seed, e2: spec.e2 });
+  const policy = createGlobalPolicy(
+    spec.policy,
+    { costModel: spec.costModel, seed: spec.seed },
+    spec.policyOptions,
+  );
   const result = simulate({
     policy,
     instances: spec.instances,
@@ -97,7 +101,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
 function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult): SimReport {
   const { records } = result;
   const summary = summarize(records, spec.slo === undefined ? {} : { slo: spec.slo });
-  const branches: Partial<Record<Branch, number>> = {};
+  const branches: Record<string, number> = {};
   let prompt = 0;
   let predicted = 0;
   let output = 0;

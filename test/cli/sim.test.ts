@@ -3,6 +3,10 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { presetNames } from '../../src/core/cost-model/presets.ts';
+import { globalPolicyNames } from '../../src/core/policies/registry.ts';
+import { queuePolicyNames } from '../../src/core/replica-queue/registry.ts';
+import { workloadNames } from '../../src/workloads/registry.ts';
 import { runCli } from './run-cli.ts';
 
 const PERCENTILES = ['mean', 'p50', 'p90', 'p99'];
@@ -112,10 +116,50 @@ test('preble sim rejects bad input with one line', () => {
     [['sim', '--workload', 'toolbench', '--queue-policy', 'nope'], /unknown queue policy/],
     [['sim', '--workload', 'azure:/no/such/file.csv'], /no\/such|not found|ENOENT|cannot/i],
     [['sim'], /required option/],
+    [
+      ['sim', '--workload', 'toolbench', '--policy-option', 'e2.autoscale=false'],
+      /renamed 'prefixReplication'/,
+    ],
+    [['sim', '--workload', 'toolbench', '--policy-option', 'e2.bogus=1'], /unknown e2 option 'bogus'/],
+    [
+      ['sim', '--workload', 'toolbench', '--policy', 'round-robin', '--policy-option', 'e2.rebalance=false'],
+      /not in --policy/,
+    ],
   ] as const) {
     const r = runCli(args);
     assert.notEqual(r.code, 0, args.join(' '));
     assert.match(r.stderr, reason);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
   }
+});
+
+test('preble sim --help lists policies, queue policies, presets and workloads from the registries', () => {
+  const r = runCli(['sim', '--help']);
+  assert.equal(r.code, 0);
+  const named = presetNames().filter((n) => !n.startsWith('roofline:'));
+  for (const name of [...globalPolicyNames, ...queuePolicyNames, ...named, ...workloadNames]) {
+    assert.match(r.stdout, new RegExp(`\\n  ${name}: `), name);
+  }
+  assert.match(r.stdout, /roofline:MODEL@GPU\[xTP\]/);
+});
+
+test('preble sim --policy-option sets an option of one policy', () => {
+  const args = [
+    'sim',
+    '--workload',
+    'programming',
+    '--requests',
+    '300',
+    '--rps',
+    '12',
+    '--policy',
+    'e2',
+    '--json',
+  ];
+  const plain = JSON.parse(runCli(args).stdout);
+  const basic = JSON.parse(
+    runCli([...args, '--policy-option', 'e2.phaseMix=false', '--policy-option', 'e2.rebalance=false']).stdout,
+  );
+  assert.ok((plain.branches['phase-mix'] ?? 0) > 0, 'phase-mix balancing fires by default here');
+  assert.equal(basic.branches['phase-mix'], undefined);
 });

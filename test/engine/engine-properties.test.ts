@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { queuePolicyNames } from '../../src/core/replica-queue/types.ts';
+import { queuePolicyNames } from '../../src/core/replica-queue/registry.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { promptHash, withOutputs } from '../../src/engine/output-tokens.ts';
 import { concat, drive, linearCost, type StepRecord, seq, type TimedRequest } from './helpers.ts';

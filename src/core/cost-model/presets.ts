@@ -30,6 +30,8 @@ export interface PresetOverrides {
 }
 
 interface NamedPreset {
+  /** One line for `--help`: the model, the hardware and where the numbers come from. */
+  readonly summary: string;
   readonly instance: Omit<Instance, 'memoryFraction'>;
   readonly build: (memory: KvMemory) => CostModel;
   /** Fixed capacity (an engine's configured KV size) instead of what memory allows; overrides still win. */
@@ -43,10 +45,12 @@ interface NamedPreset {
  */
 const NAMED_PRESETS: Readonly<Record<string, NamedPreset>> = {
   'mistral-7b-a6000': {
+    summary: "Mistral-7B on one A6000, Preble's published fit (negative region made monotone)",
     instance: { model: MODEL_SHAPES['mistral-7b'], gpu: GPU_SHAPES.a6000, gpuCount: 1 },
     build: prebleMistralA6000CostModel,
   },
   'llama3-70b-h100': {
+    summary: "Llama-3-70B on 4 H100 (TP 4), Preble's published fit",
     instance: {
       model: MODEL_SHAPES['llama3-70b'],
       gpu: GPU_SHAPES['h100-80g'],
@@ -55,10 +59,12 @@ const NAMED_PRESETS: Readonly<Record<string, NamedPreset>> = {
     build: (memory) => linearCostModel('llama3-70b-h100', LLAMA3_70B_H100_COEFFICIENTS, memory),
   },
   'llama2-7b-h100': {
+    summary: "Llama-2-7B on one H100, hinge fit of vidur's profiling (scripts/fit-vidur.ts)",
     instance: { model: MODEL_SHAPES['llama2-7b'], gpu: GPU_SHAPES['h100-80g'], gpuCount: 1 },
     build: (memory) => linearCostModel('llama2-7b-h100', LLAMA2_7B_H100_COEFFICIENTS, memory),
   },
   'llamacpp-small-cpu': {
+    summary: 'the generated small llama model in llama-server on one CPU thread, fitted from its timings',
     instance: { model: LLAMACPP_SMALL_MODEL, gpu: ONE_EPYC_THREAD, gpuCount: 1 },
     build: (memory) => llamaCppCpuCostModel('llamacpp-small-cpu', LLAMACPP_SMALL_CPU_COEFFICIENTS, memory),
     kvCapacityTokens: LLAMACPP_SMALL_CPU_KV_TOKENS,
@@ -93,6 +99,14 @@ export function presetNames(): string[] {
     }
   }
   return names;
+}
+
+/** One line per named preset, then the roofline form, for `--help`. */
+export function describeCostModelPresets(): string[] {
+  return [
+    ...Object.entries(NAMED_PRESETS).map(([name, preset]) => `${name}: ${preset.summary}`),
+    `roofline:MODEL@GPU[xTP]: roofline from the model's shape and the GPU's (models: ${Object.keys(MODEL_SHAPES).join(', ')}; GPUs: ${[...Object.keys(GPU_SHAPES), ...Object.keys(GPU_ALIASES)].join(', ')})`,
+  ];
 }
 
 function unknownPreset(name: string): Error {

@@ -12,21 +12,26 @@ import type {
 } from '../types.ts';
 
 /** The cost list of policies that compare no costs: one frozen array, so a decision allocates nothing. */
-export const NO_COSTS: readonly InstanceCost[] = Object.freeze([]);
+export const NO_COSTS: readonly never[] = Object.freeze([]);
 
 /**
  * The part every global policy shares: instance lifecycle and in-flight accounting through a
  * ClusterView, so that all policies count and release requests identically. A policy implements
  * `choose` and overrides the hooks it needs; each hook runs after the shared bookkeeping.
  */
-export abstract class BasePolicy implements GlobalPolicy {
+export abstract class BasePolicy<C extends InstanceCost = InstanceCost> implements GlobalPolicy {
   abstract readonly name: string;
+  abstract readonly branches: readonly string[];
   protected readonly view = new ClusterView();
 
   /** Pick an instance among `active` (never empty). */
-  protected abstract choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision;
+  protected abstract choose(
+    request: RouteRequest,
+    now: number,
+    active: readonly InstanceId[],
+  ): RouteDecision<C>;
 
-  route(request: RouteRequest, now: number): RouteDecision {
+  route(request: RouteRequest, now: number): RouteDecision<C> {
     const decision =
       request.avoid === undefined || request.avoid.length === 0
         ? this.chooseAmongActive(request, now)
@@ -36,7 +41,7 @@ export abstract class BasePolicy implements GlobalPolicy {
     return decision;
   }
 
-  private chooseAmongActive(request: RouteRequest, now: number): RouteDecision {
+  private chooseAmongActive(request: RouteRequest, now: number): RouteDecision<C> {
     const active = this.view.active;
     if (active.length === 0) throw new NoInstanceAvailableError();
     return this.choose(request, now, active);
@@ -82,7 +87,7 @@ export abstract class BasePolicy implements GlobalPolicy {
   }
 
   /** After a request was counted against its instance. */
-  protected onRouted(_request: RouteRequest, _decision: RouteDecision, _now: number): void {}
+  protected onRouted(_request: RouteRequest, _decision: RouteDecision<C>, _now: number): void {}
 
   /** After a request was released; `counts` is undefined when it failed. */
   protected onReleased(

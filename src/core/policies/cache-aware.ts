@@ -29,7 +29,13 @@ export interface CacheAwareOptions {
   readonly maxTreeTokens?: number;
 }
 
-type CacheAwareBranch = 'load' | 'cache-hit' | 'explore';
+export const CACHE_AWARE_BRANCHES = ['load', 'cache-hit', 'explore'] as const;
+type CacheAwareBranch = (typeof CACHE_AWARE_BRANCHES)[number];
+
+/** An instance's cost: the key of the branch taken, and its in-flight load. */
+export interface CacheAwareCost extends InstanceCost {
+  readonly load: number;
+}
 
 export const cacheAwareDefaults: Required<CacheAwareOptions> = {
   cacheThreshold: 0.3,
@@ -50,8 +56,9 @@ export const cacheAwareDefaults: Required<CacheAwareOptions> = {
  * The prompt is always inserted into the chosen instance's tree. Costs report, per instance, the
  * quantity the taken branch minimised: in-flight requests, uncached prompt tokens, or tree tokens.
  */
-export class CacheAwarePolicy extends BasePolicy {
+export class CacheAwarePolicy extends BasePolicy<CacheAwareCost> {
   readonly name = 'cache-aware';
+  readonly branches = CACHE_AWARE_BRANCHES;
   private readonly options: Required<CacheAwareOptions>;
   /** Exposed for tests and explanations; it must not be modified from outside. */
   readonly tree = new ClusterTree();
@@ -76,7 +83,11 @@ export class CacheAwarePolicy extends BasePolicy {
       throw new Error(`cache-aware: maxTreeTokens must be > 0, got ${o.maxTreeTokens}`);
   }
 
-  protected choose(request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
+  protected choose(
+    request: RouteRequest,
+    _now: number,
+    active: readonly InstanceId[],
+  ): RouteDecision<CacheAwareCost> {
     const o = this.options;
     const n = active.length;
     const prompt = request.tokens.length;
@@ -108,7 +119,7 @@ export class CacheAwarePolicy extends BasePolicy {
           : 'explore';
 
     // The branch's key per instance and its argmin (ties: lower load, then lower id).
-    const costs: InstanceCost[] = new Array(n);
+    const costs: CacheAwareCost[] = new Array(n);
     let best = 0;
     let bestKey = Number.POSITIVE_INFINITY;
     for (let k = 0; k < n; k++) {
@@ -141,7 +152,11 @@ export class CacheAwarePolicy extends BasePolicy {
     this.tree.evictReported(instance, path, keptTokens);
   }
 
-  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+  protected override onRouted(
+    request: RouteRequest,
+    decision: RouteDecision<CacheAwareCost>,
+    now: number,
+  ): void {
     const instance = decision.instance;
     // SGLang's tree holds no pins: the prompt is remembered as cached, and forgotten in LRU order.
     const leaf = this.tree.assign(request.tokens, instance, now, false);

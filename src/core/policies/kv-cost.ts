@@ -40,6 +40,12 @@ export const kvCostDefaults: Required<KvCostOptions> = {
   unknownCapacityTokens: 2 ** 22,
 };
 
+/** An instance's cost: its prefill blocks (after the overlap credit) and decode blocks. */
+export interface KvCostCost extends InstanceCost {
+  readonly prefill: number;
+  readonly load: number;
+}
+
 interface ActiveRequest {
   readonly instance: InstanceId;
   /** The instance's incarnation when routed: a removed and re-added id starts from zero. */
@@ -65,8 +71,9 @@ interface ActiveRequest {
  * unique blocks; shared prefixes are counted per request here). Lowest cost wins. Branch
  * 'cache-hit' when the chosen instance has a cached block of this prompt, else 'load'.
  */
-export class KvCostPolicy extends BasePolicy {
+export class KvCostPolicy extends BasePolicy<KvCostCost> {
   readonly name = 'kv-cost';
+  readonly branches = ['cache-hit', 'load'] as const;
   private readonly options: Required<KvCostOptions>;
   private readonly random: Random;
   /** Exposed for tests and explanations; it must not be modified from outside. */
@@ -108,14 +115,18 @@ export class KvCostPolicy extends BasePolicy {
     return { prefill: this.activePrefill.get(instance), decode: this.activeDecode.get(instance) };
   }
 
-  protected choose(request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
+  protected choose(
+    request: RouteRequest,
+    _now: number,
+    active: readonly InstanceId[],
+  ): RouteDecision<KvCostCost> {
     const o = this.options;
     const n = active.length;
     const incoming = Math.ceil(request.tokens.length / o.blockSize);
     this.tree.match(request.tokens);
     if (this.totals.length < n) this.totals = new Float64Array(Math.max(n, this.totals.length * 2));
     const totals = this.totals;
-    const costs: InstanceCost[] = new Array(n);
+    const costs: KvCostCost[] = new Array(n);
     let best = 0;
     let ties = 0;
     for (let k = 0; k < n; k++) {
@@ -177,7 +188,7 @@ export class KvCostPolicy extends BasePolicy {
     this.tree.evictReported(instance, path, keptTokens);
   }
 
-  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+  protected override onRouted(request: RouteRequest, decision: RouteDecision<KvCostCost>, now: number): void {
     const instance = decision.instance;
     // Pinned until it ends: an engine never evicts the blocks of a running request.
     const leaf = this.tree.assign(request.tokens, instance, now, false);

@@ -1,4 +1,5 @@
 import type { InstanceId, RouteDecision, RouteRequest } from '../types.ts';
+import { withDefaults } from '../with-defaults.ts';
 import { BasePolicy, NO_COSTS } from './base-policy.ts';
 import { indexAfter } from './support/index-after.ts';
 
@@ -16,12 +17,13 @@ export const leastLoadDefaults: Required<LeastLoadOptions> = { tieBreak: 'rotate
 /** Fewest in-flight requests, as counted by the router itself (no polling). */
 export class LeastLoadPolicy extends BasePolicy {
   readonly name = 'least-load';
+  readonly branches = ['load'] as const;
   private readonly rotate: boolean;
   private last: InstanceId = -1;
 
   constructor(options: LeastLoadOptions = {}) {
     super();
-    const tieBreak = options.tieBreak ?? leastLoadDefaults.tieBreak;
+    const { tieBreak } = withDefaults(leastLoadDefaults, options);
     if (tieBreak !== 'rotate' && tieBreak !== 'lowest-id') {
       throw new Error(`least-load: tieBreak must be 'rotate' or 'lowest-id', got ${String(tieBreak)}`);
     }

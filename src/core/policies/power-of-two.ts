@@ -1,5 +1,6 @@
 import { Random } from '../random.ts';
 import type { InstanceId, InstanceInfo, InstanceLoadSignal, RouteDecision, RouteRequest } from '../types.ts';
+import { withDefaults } from '../with-defaults.ts';
 import { BasePolicy } from './base-policy.ts';
 import { PerInstanceNumbers } from './support/per-instance-numbers.ts';
 
@@ -24,6 +25,7 @@ export const powerOfTwoDefaults: Required<PowerOfTwoOptions> = { seed: 0, signal
  */
 export class PowerOfTwoPolicy extends BasePolicy {
   readonly name = 'power-of-two';
+  readonly branches = ['load'] as const;
   private readonly random: Random;
   private readonly polled: boolean;
   /**
@@ -35,8 +37,8 @@ export class PowerOfTwoPolicy extends BasePolicy {
 
   constructor(options: PowerOfTwoOptions = {}) {
     super();
-    this.random = new Random(options.seed ?? powerOfTwoDefaults.seed);
-    const signal = options.signal ?? powerOfTwoDefaults.signal;
+    const { seed, signal } = withDefaults(powerOfTwoDefaults, options);
+    this.random = new Random(seed);
     if (signal !== 'inflight' && signal !== 'polled') {
       throw new Error(`power-of-two: signal must be 'inflight' or 'polled', got ${String(signal)}`);
     }
@@ -72,8 +74,8 @@ export class PowerOfTwoPolicy extends BasePolicy {
       branch: 'load',
       matchedTokens: 0,
       costs: [
-        { instance: a, total: loadA, load: loadA },
-        { instance: b, total: loadB, load: loadB },
+        { instance: a, total: loadA },
+        { instance: b, total: loadB },
       ],
     };
   }

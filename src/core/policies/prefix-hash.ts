@@ -35,6 +35,7 @@ export const prefixHashDefaults: Required<PrefixHashOptions> = {
  */
 export class PrefixHashPolicy extends BasePolicy {
   readonly name = 'prefix-hash';
+  readonly branches = ['hash'] as const;
   private readonly options: Required<PrefixHashOptions>;
   private readonly ring: HashRing;
   /** The active list the ring was built from: the view replaces it on every membership change. */

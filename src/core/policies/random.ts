@@ -1,5 +1,6 @@
 import { Random } from '../random.ts';
 import type { InstanceId, RouteDecision, RouteRequest } from '../types.ts';
+import { withDefaults } from '../with-defaults.ts';
 import { BasePolicy, NO_COSTS } from './base-policy.ts';
 
 export interface RandomOptions {
@@ -12,11 +13,12 @@ export const randomDefaults: Required<RandomOptions> = { seed: 0 };
 /** Uniform seeded choice among the active instances. */
 export class RandomPolicy extends BasePolicy {
   readonly name = 'random';
+  readonly branches = ['random'] as const;
   private readonly random: Random;
 
   constructor(options: RandomOptions = {}) {
     super();
-    this.random = new Random(options.seed ?? randomDefaults.seed);
+    this.random = new Random(withDefaults(randomDefaults, options).seed);
   }
 
   protected choose(_request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {

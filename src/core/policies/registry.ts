@@ -1,68 +1,169 @@
 import type { CostModel } from '../cost-model/types.ts';
 import type { GlobalPolicy } from '../types.ts';
-import { CacheAwarePolicy } from './cache-aware.ts';
-import { type E2Options, E2Policy } from './e2/policy.ts';
-import { KvCostPolicy } from './kv-cost.ts';
-import { LeastLoadPolicy } from './least-load.ts';
-import { PowerOfTwoPolicy } from './power-of-two.ts';
-import { PrefixHashPolicy } from './prefix-hash.ts';
-import { RandomPolicy } from './random.ts';
-import { RoundRobinPolicy } from './round-robin.ts';
-import { SalPolicy } from './sal.ts';
+import { withDefaults } from '../with-defaults.ts';
+import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
+import { E2_DEFAULTS } from './e2/options.ts';
+import { E2Policy } from './e2/policy.ts';
+import { KvCostPolicy, kvCostDefaults } from './kv-cost.ts';
+import { LeastLoadPolicy, leastLoadDefaults } from './least-load.ts';
+import { PowerOfTwoPolicy, powerOfTwoDefaults } from './power-of-two.ts';
+import { PrefixHashPolicy, prefixHashDefaults } from './prefix-hash.ts';
+import { RandomPolicy, randomDefaults } from './random.ts';
+import { RoundRobinPolicy, roundRobinDefaults } from './round-robin.ts';
+import { SalPolicy, salDefaults } from './sal.ts';
 
-export const globalPolicyNames = [
-  'e2',
-  'round-robin',
-  'random',
-  'least-load',
-  'power-of-two',
-  'sal',
-  'cache-aware',
-  'kv-cost',
-  'prefix-hash',
-] as const;
-
-export type GlobalPolicyName = (typeof globalPolicyNames)[number];
-
-/** What a policy may need from its surroundings. */
+/** What a policy may need from its surroundings (the same for every policy). */
 export interface PolicyContext {
-  /** The instances' cost model (E2 prices work with it). */
+  /** The instances' cost model (policies that price work use it). */
   readonly costModel: CostModel;
-  /** Seed for policies that draw random numbers. */
+  /** The run's seed: the default of a policy's `runSeed` option. */
   readonly seed?: number;
-  /** E2 settings beyond the defaults (the ablation switches features off here). */
-  readonly e2?: Partial<Omit<E2Options, 'costModel'>>;
 }
+
+/** One row of the registry: what the policy is, its options with their defaults, how to build it. */
+export interface PolicyEntry<O extends object> {
+  /** One line for `--help` and the docs. */
+  readonly summary: string;
+  /** Every option with its default: the option names, their types and the defaults come from here. */
+  readonly defaults: O;
+  /** The option that defaults to the run's seed rather than its own default, if any. */
+  readonly runSeed?: keyof O;
+  /** Options renamed since a release: old name -> new name (refused with a hint). */
+  readonly renamed?: Readonly<Record<string, keyof O & string>>;
+  readonly create: (options: O, context: PolicyContext) => GlobalPolicy;
+}
+
+/** Identity with inference: each row is type-checked against its own options. */
+function entry<O extends object>(row: PolicyEntry<O>): PolicyEntry<O> {
+  return row;
+}
+
+/** The global policies, by name. Adding a policy is one row here (docs/adding-a-policy.md). */
+const POLICIES = {
+  e2: entry({
+    summary: "Preble's E2 (paper and authors' code): exploit cached prefixes, else explore by L + M + P",
+    defaults: E2_DEFAULTS,
+    renamed: {
+      autoscale: 'prefixReplication',
+      autoscaleFactor: 'replicationFactor',
+      autoscaleMinSamples: 'replicationMinSamples',
+      autoscaleMinQueueSeconds: 'replicationMinQueueSeconds',
+      pdBalance: 'phaseMix',
+      pdImbalanceRatio: 'phaseMixRatio',
+      pdLoadGuard: 'phaseMixLoadGuard',
+    },
+    create: (o, context) => new E2Policy({ ...o, costModel: context.costModel }),
+  }),
+  'round-robin': entry({
+    summary: 'cycles over the active instances in id order',
+    defaults: roundRobinDefaults,
+    create: (o) => new RoundRobinPolicy(o),
+  }),
+  random: entry({
+    summary: 'a seeded uniform pick among the active instances',
+    defaults: randomDefaults,
+    runSeed: 'seed',
+    create: (o) => new RandomPolicy(o),
+  }),
+  'least-load': entry({
+    summary: 'the instance with the fewest requests in flight',
+    defaults: leastLoadDefaults,
+    create: (o) => new LeastLoadPolicy(o),
+  }),
+  'power-of-two': entry({
+    summary: 'two random instances, the less loaded of them',
+    defaults: powerOfTwoDefaults,
+    runSeed: 'seed',
+    create: (o) => new PowerOfTwoPolicy(o),
+  }),
+  sal: entry({
+    summary: 'shortest anticipated latency: queued prefill work and memory from polled load (seed 002)',
+    defaults: salDefaults,
+    create: (o) => new SalPolicy(o),
+  }),
+  'cache-aware': entry({
+    summary: "SGLang gateway's cache-aware routing: longest cached match unless load is imbalanced",
+    defaults: cacheAwareDefaults,
+    create: (o) => new CacheAwarePolicy(o),
+  }),
+  'kv-cost': entry({
+    summary: "NVIDIA Dynamo's KV router: prefill blocks net of overlap plus decode blocks, softmax pick",
+    defaults: kvCostDefaults,
+    runSeed: 'seed',
+    create: (o) => new KvCostPolicy(o),
+  }),
+  'prefix-hash': entry({
+    summary: "consistent hashing of the prompt's first tokens with bounded load",
+    defaults: prefixHashDefaults,
+    create: (o) => new PrefixHashPolicy(o),
+  }),
+} as const;
+
+type Policies = typeof POLICIES;
+export type GlobalPolicyName = keyof Policies;
+/** The options of one policy, every one optional: `undefined` means the default. */
+export type PolicyOptions<N extends GlobalPolicyName> =
+  Policies[N] extends PolicyEntry<infer O> ? { readonly [K in keyof O]?: O[K] | undefined } : never;
+
+export const globalPolicyNames = Object.keys(POLICIES) as GlobalPolicyName[];
 
 export function isGlobalPolicyName(name: string): name is GlobalPolicyName {
-  return (globalPolicyNames as readonly string[]).includes(name);
+  return Object.hasOwn(POLICIES, name);
 }
 
-/** A fresh policy by name; an unknown name throws an error that lists the valid ones. */
-export function createGlobalPolicy(name: string, context: PolicyContext): GlobalPolicy {
-  const seed = context.seed ?? 0;
-  switch (name) {
-    case 'e2':
-      return new E2Policy({ ...context.e2, costModel: context.costModel });
-    case 'round-robin':
-      return new RoundRobinPolicy();
-    case 'random':
-      return new RandomPolicy({ seed });
-    case 'least-load':
-      return new LeastLoadPolicy();
-    case 'power-of-two':
-      return new PowerOfTwoPolicy({ seed });
-    case 'sal':
-      return new SalPolicy();
-    case 'cache-aware':
-      return new CacheAwarePolicy();
-    case 'kv-cost':
-      return new KvCostPolicy({ seed });
-    case 'prefix-hash':
-      return new PrefixHashPolicy();
-    default:
-      throw new Error(`unknown policy '${name}'; valid policies: ${globalPolicyNames.join(', ')}`);
+/** The registry row of a policy; an unknown name throws an error that lists the valid ones. */
+export function policyEntry(name: string): PolicyEntry<object> {
+  if (!isGlobalPolicyName(name)) {
+    throw new Error(`unknown policy '${name}'; valid policies: ${globalPolicyNames.join(', ')}`);
   }
+  return POLICIES[name] as PolicyEntry<object>;
+}
+
+/**
+ * Options checked against the policy's defaults: every name known (a renamed one gets a hint), every
+ * value of its default's type or undefined. Throws one line naming the first bad option.
+ */
+export function checkPolicyOptions(name: string, options: Readonly<Record<string, unknown>>): void {
+  const row = policyEntry(name);
+  const defaults = row.defaults as Record<string, unknown>;
+  for (const [key, value] of Object.entries(options)) {
+    const renamedTo = row.renamed?.[key];
+    if (renamedTo !== undefined)
+      throw new Error(`${name} option '${key}' was renamed '${String(renamedTo)}'`);
+    if (!Object.hasOwn(defaults, key)) {
+      const valid = Object.keys(defaults);
+      throw new Error(
+        `unknown ${name} option '${key}'; ${valid.length === 0 ? `${name} has no options` : `valid: ${valid.join(', ')}`}`,
+      );
+    }
+    if (value !== undefined && typeof value !== typeof defaults[key]) {
+      throw new Error(
+        `${name} option '${key}' must be a ${typeof defaults[key]}, got ${JSON.stringify(value)}`,
+      );
+    }
+  }
+}
+
+/** A fresh policy by name, its options over the registry's defaults (`undefined` keeps a default). */
+export function createGlobalPolicy<N extends GlobalPolicyName>(
+  name: N,
+  context: PolicyContext,
+  options?: PolicyOptions<N>,
+): GlobalPolicy;
+export function createGlobalPolicy(
+  name: string,
+  context: PolicyContext,
+  options?: Readonly<Record<string, unknown>>,
+): GlobalPolicy;
+export function createGlobalPolicy(name: string, context: PolicyContext, given: object = {}): GlobalPolicy {
+  const options = given as Readonly<Record<string, unknown>>;
+  checkPolicyOptions(name, options);
+  const row = policyEntry(name) as PolicyEntry<Record<string, unknown>>;
+  const defaults =
+    row.runSeed !== undefined && context.seed !== undefined
+      ? { ...row.defaults, [row.runSeed]: context.seed }
+      : row.defaults;
+  return row.create(withDefaults(defaults, options), context);
 }
 
 /** Parse a comma list of policy names ('e2,round-robin'); 'all' means every policy. */
@@ -73,9 +174,39 @@ export function parsePolicyList(list: string): GlobalPolicyName[] {
     .filter((s) => s.length > 0);
   if (names.length === 1 && names[0] === 'all') return [...globalPolicyNames];
   if (names.length === 0) throw new Error(`no policy given; valid policies: ${globalPolicyNames.join(', ')}`);
-  for (const n of names) {
-    if (!isGlobalPolicyName(n))
-      throw new Error(`unknown policy '${n}'; valid policies: ${globalPolicyNames.join(', ')}`);
-  }
+  for (const n of names) policyEntry(n);
   return names as GlobalPolicyName[];
+}
+
+/**
+ * Parse `POLICY.OPTION=VALUE` (the CLI's --policy-option) into a typed value: the option's default
+ * says whether VALUE is a number, a boolean or a string. Throws one line naming what is wrong.
+ */
+export function parsePolicyOption(text: string): { policy: GlobalPolicyName; key: string; value: unknown } {
+  const match = /^([a-z0-9-]+)\.([A-Za-z0-9]+)=(.*)$/.exec(text);
+  if (match === null) throw new Error(`--policy-option: expected POLICY.OPTION=VALUE, got '${text}'`);
+  const [, policy, key, raw] = match as unknown as [string, string, string, string];
+  const row = policyEntry(policy);
+  checkPolicyOptions(policy, { [key]: undefined });
+  const kind = typeof (row.defaults as Record<string, unknown>)[key];
+  let value: unknown = raw;
+  if (kind === 'number') {
+    value = Number(raw);
+    if (raw.trim() === '' || Number.isNaN(value))
+      throw new Error(`${policy} option '${key}' must be a number, got '${raw}'`);
+  } else if (kind === 'boolean') {
+    if (raw !== 'true' && raw !== 'false')
+      throw new Error(`${policy} option '${key}' must be true or false, got '${raw}'`);
+    value = raw === 'true';
+  }
+  return { policy: policy as GlobalPolicyName, key, value };
+}
+
+/** One line per policy with its options and defaults, for `--help`. */
+export function describeGlobalPolicies(): string[] {
+  return globalPolicyNames.map((name) => {
+    const row = POLICIES[name] as PolicyEntry<object>;
+    const options = Object.entries(row.defaults).map(([k, v]) => `${k}=${String(v)}`);
+    return `${name}: ${row.summary}${options.length === 0 ? '' : ` [${options.join(', ')}]`}`;
+  });
 }

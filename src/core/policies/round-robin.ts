@@ -13,6 +13,7 @@ export const roundRobinDefaults: Required<RoundRobinOptions> = {};
  */
 export class RoundRobinPolicy extends BasePolicy {
   readonly name = 'round-robin';
+  readonly branches = ['round-robin'] as const;
   private last: InstanceId = -1;
 
   constructor(_options: RoundRobinOptions = {}) {

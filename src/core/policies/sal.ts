@@ -46,6 +46,11 @@ export const salDefaults: Required<SalOptions> = {
 };
 
 /** How often the paper polls each server's queued tokens and free memory: 10 times a second. */
+/** An instance's cost: the estimated wait as total, the queued prefill work as load. */
+export interface SalCost extends InstanceCost {
+  readonly load: number;
+}
+
 export const salPollIntervalSeconds = 0.1;
 
 /**
@@ -66,8 +71,9 @@ export const salPollIntervalSeconds = 0.1;
  * it since it joined). Before any active instance has been polled there is nothing to compare, so
  * SAL falls back to least in-flight with rotating ties (branch 'fallback').
  */
-export class SalPolicy extends BasePolicy {
+export class SalPolicy extends BasePolicy<SalCost> {
   readonly name = 'sal';
+  readonly branches = ['load', 'fallback'] as const;
   private readonly inputTokens: RunningMean;
   private readonly outputTokens: RunningMean;
   /**
@@ -107,10 +113,14 @@ export class SalPolicy extends BasePolicy {
     return (this.inputTokens.mean + output) / output;
   }
 
-  protected choose(request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
+  protected choose(
+    request: RouteRequest,
+    _now: number,
+    active: readonly InstanceId[],
+  ): RouteDecision<SalCost> {
     const prompt = request.tokens.length;
     const rate = this.memoryFreeRate;
-    const costs: InstanceCost[] = new Array(active.length);
+    const costs: SalCost[] = new Array(active.length);
     let polled = false;
     let best = active[0]!;
     let bestLoad = Number.POSITIVE_INFINITY;

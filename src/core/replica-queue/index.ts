@@ -1,10 +1,16 @@
 export { cachedPromptTokens, prefillTokens, uncachedTokens } from './admission.ts';
-export { createQueuePolicy, isQueuePolicyName, type QueuePolicyOptions } from './factory.ts';
 export { createFcfsPolicy } from './fcfs.ts';
 export { createLarryPolicy, defaultLarryAlpha, type LarryOptions, larryScore } from './larry.ts';
 export { createLpmPolicy } from './lpm.ts';
 export { createNoPreemptPolicy, defaultMaxOutputTokens, type NoPreemptOptions } from './no-preempt.ts';
 export { createPriorityGroupsPolicy, type PriorityGroupsOptions } from './priority-groups.ts';
 export { defaultPriorityGroups, nextGroupInMix, priorityGroup, proportionalSplit } from './priority-split.ts';
-export type { QueueContext, QueuedRequest, QueuePolicy, QueuePolicyName } from './types.ts';
-export { queuePolicyNames } from './types.ts';
+export {
+  createQueuePolicy,
+  describeQueuePolicies,
+  isQueuePolicyName,
+  type QueuePolicyName,
+  type QueuePolicyOptions,
+  queuePolicyNames,
+} from './registry.ts';
+export type { QueueContext, QueuedRequest, QueuePolicy } from './types.ts';

@@ -1,3 +1,4 @@
+import { withDefaults } from '../with-defaults.ts';
 import { admitInOrder, noReserve, uncachedTokens } from './admission.ts';
 import { IndexMaxHeap } from './index-heap.ts';
 import type { QueuedRequest, QueuePolicy } from './types.ts';
@@ -13,6 +14,8 @@ export interface LarryOptions {
 }
 
 export const defaultLarryAlpha = 1;
+
+export const larryDefaults: Required<LarryOptions> = { alpha: defaultLarryAlpha };
 
 /**
  * LARRY's score (Eq. 1 of the load-balancer paper, RECONSTRUCTED: the equation was lost):
@@ -36,7 +39,7 @@ export function larryScore(
  * waiting time pulls every request forward, so none starves.
  */
 export function createLarryPolicy(options: LarryOptions = {}): QueuePolicy {
-  const alpha = options.alpha ?? defaultLarryAlpha;
+  const { alpha } = withDefaults(larryDefaults, options);
   if (!Number.isFinite(alpha) || alpha < 0)
     throw new Error(`larry: alpha must be finite and >= 0, got ${alpha}`);
   const heap = new IndexMaxHeap();

@@ -1,3 +1,4 @@
+import { withDefaults } from '../with-defaults.ts';
 import { admitInOrder, queueOrder } from './admission.ts';
 import type { QueuedRequest, QueuePolicy } from './types.ts';
 
@@ -10,6 +11,11 @@ export interface NoPreemptOptions {
 
 export const defaultMaxOutputTokens = 1024;
 
+export const noPreemptDefaults: Required<NoPreemptOptions> = {
+  defaultMaxOutputTokens,
+  maxContextTokens: Number.POSITIVE_INFINITY,
+};
+
 /**
  * FCFS without preemption (TensorRT-LLM's guaranteed-no-evict, ORCA): a request is admitted only if
  * its uncached prompt plus its whole possible output fits, so running requests never outgrow memory.
@@ -17,8 +23,10 @@ export const defaultMaxOutputTokens = 1024;
  * request's reserve out of `freeKvTokens` until the request finishes.
  */
 export function createNoPreemptPolicy(options: NoPreemptOptions = {}): QueuePolicy {
-  const defaultOutput = options.defaultMaxOutputTokens ?? defaultMaxOutputTokens;
-  const maxContext = options.maxContextTokens ?? Number.POSITIVE_INFINITY;
+  const { defaultMaxOutputTokens: defaultOutput, maxContextTokens: maxContext } = withDefaults(
+    noPreemptDefaults,
+    options,
+  );
   if (!(defaultOutput >= 0) || !Number.isFinite(defaultOutput)) {
     throw new Error(`no-preempt: defaultMaxOutputTokens must be finite and >= 0, got ${defaultOutput}`);
   }

@@ -1,3 +1,4 @@
+import { withDefaults } from '../with-defaults.ts';
 import { admitInOrder, noReserve } from './admission.ts';
 import { defaultPriorityGroups, nextGroupInMix, priorityGroup, proportionalSplit } from './priority-split.ts';
 import type { QueuedRequest, QueuePolicy } from './types.ts';
@@ -6,6 +7,8 @@ export interface PriorityGroupsOptions {
   /** Number of priority groups P (integer >= 1). Default 10, as in the paper and the authors' code. */
   readonly groups?: number;
 }
+
+export const priorityGroupsDefaults: Required<PriorityGroupsOptions> = { groups: defaultPriorityGroups };
 
 /**
  * Preble's local scheduler: requests fall into P groups by the share of their prompt cached here;
@@ -19,7 +22,7 @@ export interface PriorityGroupsOptions {
  * this follows the paper's proportional mix and keeps no state between iterations.
  */
 export function createPriorityGroupsPolicy(options: PriorityGroupsOptions = {}): QueuePolicy {
-  const groups = options.groups ?? defaultPriorityGroups;
+  const { groups } = withDefaults(priorityGroupsDefaults, options);
   if (!Number.isInteger(groups) || groups < 1) {
     throw new Error(`priority-groups: groups must be an integer >= 1, got ${groups}`);
   }

@@ -19,10 +19,6 @@
  * request is never skipped: skipping would let a stream of small requests starve a large one.
  */
 
-export const queuePolicyNames = ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt'] as const;
-
-export type QueuePolicyName = (typeof queuePolicyNames)[number];
-
 /** One request in a replica's waiting queue, as the policy sees it. */
 export interface QueuedRequest {
   readonly id: string;
@@ -55,7 +51,7 @@ export interface QueueContext {
 }
 
 export interface QueuePolicy {
-  readonly name: QueuePolicyName;
+  readonly name: string;
   /**
    * Whether the engine may preempt (and later recompute) running requests when decode growth
    * exceeds memory. False only for `no-preempt`, which reserves each request's whole output instead.

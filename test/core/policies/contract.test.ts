@@ -93,6 +93,7 @@ for (const name of globalPolicyNames) {
             assert.ok(open.includes(d.instance), `${name} routed to ${d.instance}, not one of ${open}`);
             assert.deepEqual([...view.active], before, 'avoiding closes instances for one decision only');
             assert.ok(d.matchedTokens >= 0 && d.matchedTokens <= tokens.length);
+            assert.ok(policy.branches.includes(d.branch), `${name} took undeclared branch '${d.branch}'`);
             inflight.push({ id, instance: d.instance, tokens });
             policy.requestStarted(id, now);
           } else if (op.kind === 'finish' || op.kind === 'fail' || op.kind === 'first') {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { prefillTokens, uncachedTokens } from '../../../src/core/replica-queue/admission.ts';
-import { createQueuePolicy, type QueuePolicyOptions } from '../../../src/core/replica-queue/factory.ts';
 import { larryScore } from '../../../src/core/replica-queue/larry.ts';
 import {
   nextGroupInMix,
@@ -10,11 +9,11 @@ import {
   proportionalSplit,
 } from '../../../src/core/replica-queue/priority-split.ts';
 import {
-  type QueueContext,
-  type QueuedRequest,
-  type QueuePolicy,
+  createQueuePolicy,
+  type QueuePolicyOptions,
   queuePolicyNames,
-} from '../../../src/core/replica-queue/types.ts';
+} from '../../../src/core/replica-queue/registry.ts';
+import type { QueueContext, QueuedRequest, QueuePolicy } from '../../../src/core/replica-queue/types.ts';
 import { ctxArb, ids, queueArb } from './helpers.ts';
 
 const variants: { name: string; options: QueuePolicyOptions }[] = [

@@ -1,9 +1,7 @@
 import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
 import type {
-  Branch,
   FinishCounts,
-  InstanceCost,
   InstanceId,
   InstanceInfo,
   RouteDecision,
@@ -11,76 +9,17 @@ import type {
   Tokens,
 } from '../../types.ts';
 import { SlidingWindow } from '../../window.ts';
+import { withDefaults } from '../../with-defaults.ts';
 import { BasePolicy } from '../base-policy.ts';
 import { keyPortionOf } from './key-portion.ts';
 import { InstanceLoad, LoadEstimator, type WindowEntry } from './load.ts';
+import { E2_BRANCHES, E2_DEFAULTS, type E2Branch, type E2InstanceCost, type E2Options } from './options.ts';
 import { QueueTimeDetector, splitSubtreeByLoad } from './prefix-replication.ts';
 import { type MovableLoad, planRebalance, RedirectTable } from './rebalance.ts';
 
-export interface E2Options {
-  readonly costModel: CostModel;
-  /** History window H in seconds (paper: 3 minutes). */
-  readonly windowSeconds: number;
-  /** Include the eviction cost M in the load cost. */
-  readonly evictionCost: boolean;
-  /** Model each instance's LRU eviction on the global side (needed when engines do not report evictions). */
-  readonly predictEvictions: boolean;
-  /** Post-assignment rebalancing between the heaviest and lightest instances. */
-  readonly rebalance: boolean;
-  /** Th_bal: rebalance when the heaviest load exceeds this multiple of the lightest. */
-  readonly rebalanceThreshold: number;
-  /** Seconds between rebalancing rounds (run from tick). */
-  readonly rebalanceInterval: number;
-  /** Replicate a prefix whose queueing time doubles across the window. */
-  readonly prefixReplication: boolean;
-  readonly replicationFactor: number;
-  /** Samples needed in each half of the window before a doubling counts. */
-  readonly replicationMinSamples: number;
-  /** Queueing times below this (seconds) never trigger prefix replication. */
-  readonly replicationMinQueueSeconds: number;
-  /** Prefill/decode balancing of explored requests. */
-  readonly phaseMix: boolean;
-  /**
-   * ImbalR: an instance is decode-heavy when the mean cached share of its windowed requests (1 for a
-   * decode-phase unit, 0 for a prefill-phase unit) exceeds this.
-   */
-  readonly phaseMixRatio: number;
-  /**
-   * Our extension, off by default (Infinity): the decode-heavy instance takes the request only if
-   * its load cost is at most this multiple of the cheapest instance's. The paper puts prefill/decode (phase-mix) balancing
-   * before the cost comparison unconditionally; a finite guard keeps it from building a hot spot.
-   */
-  readonly phaseMixLoadGuard: number;
-  /** Output length assumed before any request in the window has finished. */
-  readonly defaultOutputTokens: number;
-  /**
-   * Window expiry runs in tick (background work, as in the paper); a decision expires the window
-   * itself only when the last expiry is older than this many seconds (ticks stopped or are slow).
-   */
-  readonly maxWindowStaleness: number;
-}
-
-export const E2_DEFAULTS: Omit<E2Options, 'costModel'> = {
-  windowSeconds: 180,
-  evictionCost: true,
-  predictEvictions: true,
-  rebalance: true,
-  rebalanceThreshold: 1.5,
-  rebalanceInterval: 1,
-  prefixReplication: true,
-  replicationFactor: 2,
-  replicationMinSamples: 4,
-  replicationMinQueueSeconds: 0.05,
-  phaseMix: true,
-  phaseMixRatio: 0.8,
-  phaseMixLoadGuard: Number.POSITIVE_INFINITY,
-  defaultOutputTokens: 45,
-  maxWindowStaleness: 1,
-};
-
 interface Candidate {
   instance: InstanceId;
-  via: Branch;
+  via: E2Branch;
 }
 
 /** A replica added by prefix replication: requests through `node` may also run on `instance`. */
@@ -98,8 +37,9 @@ interface PrefixReplica {
  * lowest load cost L + M + P over all instances. Rebalancing and prefix replication adjust where future
  * exploit traffic goes. Every cost is kept incrementally: no decision scans the tree or the window.
  */
-export class E2Policy extends BasePolicy {
+export class E2Policy extends BasePolicy<E2InstanceCost> {
   readonly name = 'e2';
+  readonly branches = E2_BRANCHES;
   readonly options: E2Options;
   readonly tree = new ClusterTree();
   private readonly window: SlidingWindow<WindowEntry>;
@@ -132,7 +72,7 @@ export class E2Policy extends BasePolicy {
 
   constructor(options: Partial<E2Options> & { costModel: CostModel }) {
     super();
-    this.options = { ...E2_DEFAULTS, ...options };
+    this.options = { ...withDefaults(E2_DEFAULTS, options), costModel: options.costModel };
     this.window = new SlidingWindow(this.options.windowSeconds);
     this.estimator = new LoadEstimator(this.options.costModel, this.options.defaultOutputTokens);
     this.queueTimes = new QueueTimeDetector(
@@ -166,7 +106,11 @@ export class E2Policy extends BasePolicy {
     return this.window.size;
   }
 
-  protected choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision {
+  protected choose(
+    request: RouteRequest,
+    now: number,
+    active: readonly InstanceId[],
+  ): RouteDecision<E2InstanceCost> {
     // Window expiry is background bookkeeping (tick); routing does it only if ticks fell behind.
     if (now - this.lastExpiry > this.options.maxWindowStaleness) this.expireWindow(now);
     const tokens = request.tokens;
@@ -186,7 +130,11 @@ export class E2Policy extends BasePolicy {
     return this.preferDecodeHeavy(decision, active) ?? decision;
   }
 
-  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+  protected override onRouted(
+    request: RouteRequest,
+    decision: RouteDecision<E2InstanceCost>,
+    now: number,
+  ): void {
     const instance = decision.instance;
     // The window needs times in order; a caller's clock that steps back must not break accounting.
     const newest = this.window.peekNewest();
@@ -317,7 +265,7 @@ export class E2Policy extends BasePolicy {
   private exploreCandidates(active: readonly InstanceId[]): readonly Candidate[] {
     if (this.exploreFor !== active) {
       this.exploreFor = active;
-      this.exploreList = active.map((instance) => ({ instance, via: 'explore' as Branch }));
+      this.exploreList = active.map((instance) => ({ instance, via: 'explore' as E2Branch }));
     }
     return this.exploreList;
   }
@@ -348,15 +296,19 @@ export class E2Policy extends BasePolicy {
     return out.length > 0 ? out : this.exploreCandidates(active);
   }
 
-  private addCandidate(out: Candidate[], instance: InstanceId, via: Branch): void {
+  private addCandidate(out: Candidate[], instance: InstanceId, via: E2Branch): void {
     if (this.view.state(instance)?.draining !== false) return;
     for (const c of out) if (c.instance === instance) return; // candidate lists are short
     out.push({ instance, via });
   }
 
   /** Cost L + M + P of each candidate; the lowest wins (ties: fewer in flight, then lower id). */
-  private cheapest(candidates: readonly Candidate[], promptTokens: number, mark: number): RouteDecision {
-    const costs: InstanceCost[] = [];
+  private cheapest(
+    candidates: readonly Candidate[],
+    promptTokens: number,
+    mark: number,
+  ): RouteDecision<E2InstanceCost> {
+    const costs: E2InstanceCost[] = [];
     let best: Candidate | undefined;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestMatched = 0;
@@ -383,7 +335,7 @@ export class E2Policy extends BasePolicy {
   }
 
   /** Algorithm 2: L (windowed load) + M (eviction cost) + P (this request's prefill). */
-  costOf(instance: InstanceId, promptTokens: number, matched: number, mark: number): InstanceCost {
+  costOf(instance: InstanceId, promptTokens: number, matched: number, mark: number): E2InstanceCost {
     const model = this.options.costModel;
     const load = this.loadOf(instance);
     const missed = promptTokens - matched;
@@ -405,9 +357,9 @@ export class E2Policy extends BasePolicy {
    * is most decode-heavy takes it, if that exceeds ImbalR and its load stays within the guard.
    */
   private preferDecodeHeavy(
-    decision: RouteDecision,
+    decision: RouteDecision<E2InstanceCost>,
     active: readonly InstanceId[],
-  ): RouteDecision | undefined {
+  ): RouteDecision<E2InstanceCost> | undefined {
     let target = -1;
     let ratio = this.options.phaseMixRatio;
     for (const i of active) {

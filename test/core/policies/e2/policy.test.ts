@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type E2Options, E2Policy } from '../../../../src/core/policies/e2/policy.ts';
+import type { E2InstanceCost, E2Options } from '../../../../src/core/policies/e2/options.ts';
+import { E2Policy } from '../../../../src/core/policies/e2/policy.ts';
 import type { RouteDecision } from '../../../../src/core/types.ts';
 import { concat, seq, simpleCostModel } from '../../../helpers/simple-cost-model.ts';
 
@@ -23,12 +24,12 @@ function e2(
 }
 
 let nextId = 0;
-function route(p: E2Policy, tokens: Uint32Array, now = 0): RouteDecision & { id: string } {
+function route(p: E2Policy, tokens: Uint32Array, now = 0): RouteDecision<E2InstanceCost> & { id: string } {
   const id = `r${nextId++}`;
   return { ...p.route({ id, tokens, arrival: now }, now), id };
 }
 
-function costOf(d: RouteDecision, instance: number) {
+function costOf(d: RouteDecision<E2InstanceCost>, instance: number) {
   const c = d.costs.find((x) => x.instance === instance);
   assert.ok(c, `cost of instance ${instance} reported`);
   return c;

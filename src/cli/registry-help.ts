@@ -1,0 +1,32 @@
+import type { Command } from 'commander';
+import { describeCostModelPresets } from '../core/cost-model/presets.ts';
+import { describeGlobalPolicies } from '../core/policies/registry.ts';
+import { describeQueuePolicies } from '../core/replica-queue/registry.ts';
+import { describeWorkloads } from '../workloads/registry.ts';
+
+type Registry = 'policies' | 'queuePolicies' | 'presets' | 'workloads';
+
+const SECTIONS: Record<Registry, { title: string; lines: () => string[] }> = {
+  policies: {
+    title: 'Global policies (--policy), with their options and defaults',
+    lines: describeGlobalPolicies,
+  },
+  queuePolicies: { title: 'Replica queue policies (--queue-policy)', lines: describeQueuePolicies },
+  presets: { title: 'Cost-model presets (--model)', lines: describeCostModelPresets },
+  workloads: { title: 'Workloads (--workload)', lines: describeWorkloads },
+};
+
+/** Lists the valid values of the command's plugin flags after its options, read from the registries. */
+export function addRegistryHelp(command: Command, registries: readonly Registry[]): Command {
+  return command.addHelpText('after', () =>
+    registries
+      .map(
+        (r) =>
+          `\n${SECTIONS[r].title}:\n${SECTIONS[r]
+            .lines()
+            .map((line) => `  ${line}`)
+            .join('\n')}`,
+      )
+      .join('\n'),
+  );
+}

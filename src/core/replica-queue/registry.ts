@@ -1,0 +1,80 @@
+import { withDefaults } from '../with-defaults.ts';
+import { createFcfsPolicy } from './fcfs.ts';
+import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
+import { createLpmPolicy } from './lpm.ts';
+import { createNoPreemptPolicy, type NoPreemptOptions, noPreemptDefaults } from './no-preempt.ts';
+import {
+  createPriorityGroupsPolicy,
+  type PriorityGroupsOptions,
+  priorityGroupsDefaults,
+} from './priority-groups.ts';
+import type { QueuePolicy } from './types.ts';
+
+/** Options of every queue policy in one object; each policy reads only its own. */
+export type QueuePolicyOptions = PriorityGroupsOptions & LarryOptions & NoPreemptOptions;
+
+interface QueuePolicyEntry<O extends object> {
+  /** One line for `--help` and the docs. */
+  readonly summary: string;
+  /** The policy's own options with their defaults (empty when it has none). */
+  readonly defaults: Required<O>;
+  readonly create: (options: Required<O>) => QueuePolicy;
+}
+
+function entry<O extends object>(row: QueuePolicyEntry<O>): QueuePolicyEntry<O> {
+  return row;
+}
+
+/** The replica queue policies, by name. Adding one is one row here (docs/adding-a-policy.md). */
+const QUEUE_POLICIES = {
+  fcfs: entry({
+    summary: "first come, first served (vLLM's default)",
+    defaults: {},
+    create: createFcfsPolicy,
+  }),
+  lpm: entry({
+    summary: "longest cached prefix first (SGLang's default)",
+    defaults: {},
+    create: createLpmPolicy,
+  }),
+  'priority-groups': entry({
+    summary: "Preble's priority groups by cached share, mixed into each batch by rank",
+    defaults: priorityGroupsDefaults,
+    create: createPriorityGroupsPolicy,
+  }),
+  larry: entry({
+    summary: 'LARRY (seed 002): waiting time against the memory the prompt needs',
+    defaults: larryDefaults,
+    create: createLarryPolicy,
+  }),
+  'no-preempt': entry({
+    summary: 'FCFS admitting only what fits with its whole output reserved (never preempts)',
+    defaults: noPreemptDefaults,
+    create: createNoPreemptPolicy,
+  }),
+} as const;
+
+export type QueuePolicyName = keyof typeof QUEUE_POLICIES;
+export const queuePolicyNames = Object.keys(QUEUE_POLICIES) as QueuePolicyName[];
+
+export function isQueuePolicyName(name: string): name is QueuePolicyName {
+  return Object.hasOwn(QUEUE_POLICIES, name);
+}
+
+/** A fresh policy by name (each instance owns its scratch buffers); unknown names throw the list. */
+export function createQueuePolicy(name: string, options: QueuePolicyOptions = {}): QueuePolicy {
+  if (!isQueuePolicyName(name)) {
+    throw new Error(`unknown queue policy '${name}'; valid names: ${queuePolicyNames.join(', ')}`);
+  }
+  const row = QUEUE_POLICIES[name] as QueuePolicyEntry<QueuePolicyOptions>;
+  return row.create(withDefaults(row.defaults, options));
+}
+
+/** One line per queue policy with its options and defaults, for `--help`. */
+export function describeQueuePolicies(): string[] {
+  return queuePolicyNames.map((name) => {
+    const row = QUEUE_POLICIES[name] as QueuePolicyEntry<object>;
+    const options = Object.entries(row.defaults).map(([k, v]) => `${k}=${String(v)}`);
+    return `${name}: ${row.summary}${options.length === 0 ? '' : ` [${options.join(', ')}]`}`;
+  });
+}
