@@ -2,10 +2,12 @@ import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
-import { runSimulation, type SimReport } from '../sim/run.ts';
+import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
+import type { WorkloadRequest } from '../workloads/types.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { createProgress } from './progress.ts';
 import { addRegistryHelp } from './registry-help.ts';
+import { goodputTable, searchGoodput } from './sim-goodput.ts';
 import { writeSimOutputs } from './sim-output.ts';
 import { simTable } from './sim-table.ts';
 import { workloadStream } from './workload-stream.ts';
@@ -24,6 +26,7 @@ interface SimFlags {
   kvTokens?: number;
   sloTtft?: number;
   sloTpot?: number;
+  goodput?: number;
   out?: string;
   json?: boolean;
 }
@@ -54,10 +57,21 @@ export function registerSim(program: Command): void {
     .option('--kv-tokens <n>', "override each instance's KV capacity in tokens", positiveInt)
     .option('--slo-ttft <s>', 'TTFT target in seconds (for SLO attainment)', positiveNumber)
     .option('--slo-tpot <s>', 'TPOT target in seconds (for SLO attainment)', positiveNumber)
+    .option(
+      '--goodput <share>',
+      'instead of runs at --rps: per policy, the highest rate at which this share of requests meets both SLOs (e.g. 0.9), searched up from --rps',
+      share,
+    )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
   addRegistryHelp(command, ['policies', 'queuePolicies', 'presets', 'workloads']);
+}
+
+function share(value: string): number {
+  const n = Number(value);
+  if (!(n > 0 && n <= 1)) throw new Error(`--goodput: expected a share in (0, 1], got '${value}'`);
+  return n;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -103,6 +117,34 @@ async function sim(flags: SimFlags): Promise<void> {
     flags.kvTokens === undefined ? {} : { kvCapacityTokens: flags.kvTokens },
   );
   const slo = flags.sloTtft === undefined ? undefined : { ttft: flags.sloTtft, tpot: flags.sloTpot! };
+  const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
+    const options = policyOptions.get(policy);
+    return {
+      policy,
+      ...(options === undefined ? {} : { policyOptions: options }),
+      workload: flags.workload,
+      instances: flags.instances,
+      rps,
+      costModel,
+      requests,
+      seed: flags.seed,
+      queuePolicy: flags.queuePolicy as SimReport['queuePolicy'] | 'auto',
+      ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
+      ...(slo === undefined ? {} : { slo }),
+    };
+  };
+  if (flags.goodput !== undefined) {
+    if (slo === undefined) throw new Error('--goodput needs --slo-ttft and --slo-tpot');
+    if (rates.length !== 1) throw new Error('--goodput takes one --rps: the rate its search starts from');
+    if (flags.out !== undefined) throw new Error('--goodput writes no --out files; run the rates it finds');
+    const stream = (rps: number) =>
+      workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+    const results = policies.map((policy) =>
+      searchGoodput((rps) => specFor(policy, rps, stream(rps)), { low: rates[0]!, target: flags.goodput! }),
+    );
+    process.stdout.write(flags.json ? `${JSON.stringify({ results })}\n` : `${goodputTable(results)}\n`);
+    return;
+  }
   const reports: SimReport[] = [];
   const records = new Map<string, import('../sim/record.ts').SimRecord[]>();
   const progress = createProgress(flags.requests * rates.length * policies.length);
@@ -111,19 +153,8 @@ async function sim(flags: SimFlags): Promise<void> {
       const requests = workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
       for (const policy of policies) {
         const done = progress.offset();
-        const options = policyOptions.get(policy);
         const { report, result } = runSimulation({
-          policy,
-          ...(options === undefined ? {} : { policyOptions: options }),
-          workload: flags.workload,
-          instances: flags.instances,
-          rps,
-          costModel,
-          requests,
-          seed: flags.seed,
-          queuePolicy: flags.queuePolicy as SimReport['queuePolicy'] | 'auto',
-          ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
-          ...(slo === undefined ? {} : { slo }),
+          ...specFor(policy, rps, requests),
           onProgress: (finished) => progress.update(done + finished),
         });
         progress.update(done + report.requests);

@@ -163,3 +163,34 @@ test('preble sim --policy-option sets an option of one policy', () => {
   assert.ok((plain.branches['phase-mix'] ?? 0) > 0, 'phase-mix balancing fires by default here');
   assert.equal(basic.branches['phase-mix'], undefined);
 });
+
+test('preble sim --goodput searches the highest rate meeting the SLOs, per policy', () => {
+  const args = [
+    'sim',
+    '--workload',
+    'toolbench',
+    '--requests',
+    '120',
+    '--rps',
+    '2',
+    '--policy',
+    'e2,round-robin',
+  ];
+  const slo = ['--slo-ttft', '1', '--slo-tpot', '0.1', '--goodput', '0.9', '--json'];
+  const r = runCli([...args, ...slo]);
+  assert.equal(r.code, 0, r.stderr);
+  const { results } = JSON.parse(r.stdout);
+  assert.deepEqual(
+    results.map((x: { policy: string }) => x.policy),
+    ['e2', 'round-robin'],
+  );
+  for (const x of results) {
+    assert.ok(x.goodputRps >= 2 && x.bracketed, JSON.stringify(x));
+    const passing = x.probes.filter((p: { attainment: number }) => p.attainment >= 0.9);
+    assert.equal(Math.max(...passing.map((p: { rps: number }) => p.rps)), x.goodputRps);
+    assert.ok(
+      x.probes.some((p: { rps: number; attainment: number }) => p.rps > x.goodputRps && p.attainment < 0.9),
+    );
+  }
+  assert.deepEqual(JSON.parse(runCli([...args, ...slo]).stdout), { results }, 'deterministic');
+});
