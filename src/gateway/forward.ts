@@ -18,7 +18,6 @@ export interface Timeouts {
 }
 
 export interface ForwardContext {
-  readonly policy: GlobalPolicy;
   readonly replicas: ReplicaSet;
   readonly metrics: GatewayMetrics;
   readonly now: () => number;
@@ -33,6 +32,8 @@ export interface Attempt {
   readonly body: CompletionBody;
   readonly promptTokens: number;
   readonly arrival: number;
+  /** The policy of the model's pool, which routed this try and hears its outcome. */
+  readonly policy: GlobalPolicy;
   readonly decision: RouteDecision;
   readonly replica: Replica;
   /** Aborts when the client goes away or the gateway shuts down (the reason says which). */
@@ -76,9 +77,9 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     if (settled) return;
     settled = true;
     ctx.metrics.attempts.inc({ replica: label, outcome });
-    if (counts === undefined) ctx.policy.requestFailed(a.id, ctx.now());
+    if (counts === undefined) a.policy.requestFailed(a.id, ctx.now());
     else {
-      ctx.policy.requestFinished(a.id, ctx.now(), counts);
+      a.policy.requestFinished(a.id, ctx.now(), counts);
       ctx.metrics.latency.observe(ctx.now() - a.arrival);
       ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
       ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);
@@ -188,8 +189,8 @@ async function relayStream(
   const begin = () => {
     first = false;
     hooks.started();
-    ctx.policy.requestStarted(a.id, ctx.now());
-    ctx.policy.requestFirstToken(a.id, ctx.now());
+    a.policy.requestStarted(a.id, ctx.now());
+    a.policy.requestFirstToken(a.id, ctx.now());
     ctx.metrics.ttft.observe(ctx.now() - a.arrival);
     reply.hijack();
     raw.writeHead(200, {
