@@ -87,6 +87,21 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
   };
   const raw = reply.raw;
   try {
+    const n = a.body['n'];
+    if (typeof n === 'number' && n > replica.dialect.maxChoices) {
+      // The engine cannot: the client's request, not a replica fault.
+      settle(undefined, 'client_error');
+      markReply(reply, a);
+      sendError(
+        reply,
+        400,
+        `n: ${replica.dialect.name} replicas answer at most ${replica.dialect.maxChoices} choice per request, got ${n}`,
+        'invalid_request_error',
+        'unsupported_value',
+        'n',
+      );
+      return { kind: 'answered', ok: false };
+    }
     const res = await replica.pool.request({
       path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
       method: 'POST',

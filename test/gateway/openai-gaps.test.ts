@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 import { generatedText } from '../../src/emulator/text.ts';
 import { renderChat } from '../../src/text/chat-template.ts';
-import { type Engine, MODEL, startEngine, startGateway } from './helpers.ts';
+import { complete, type Engine, MODEL, startEngine, startGateway } from './helpers.ts';
 
 const engines: Engine[] = [];
 let url: string;
@@ -132,4 +132,29 @@ test('response ids are unique across the replicas behind the gateway', async () 
   assert.equal(replicas.size, 2, 'round robin used both replicas');
   assert.equal(ids.size, 6);
   assert.equal(policyInflight(), 0);
+});
+
+test('n above 1 for a llama-server replica is a 400 from the gateway, never a replica fault', async () => {
+  const engine = await startEngine();
+  const started = await startGateway([{ url: engine.url, dialect: 'llamacpp' }]);
+  try {
+    const res = await fetch(`${started.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: 'two please', max_tokens: 2, n: 2 }),
+    });
+    assert.equal(res.status, 400);
+    const { error } = (await res.json()) as { error: { message: string; param: string } };
+    assert.equal(error.param, 'n');
+    assert.match(error.message, /llamacpp replicas answer at most 1 choice/);
+    assert.equal(started.gateway.replicas.get(0)!.breaker.state(0), 'closed');
+    const one = await complete(started.url, { n: 1 });
+    assert.equal(one.status, 200);
+    assert.equal((one.json['choices'] as unknown[]).length, 1);
+    assert.equal(started.policyInflight(), 0);
+    assert.equal(started.gateway.replicas.get(0)!.inflight, 0);
+  } finally {
+    await started.gateway.close();
+    await engine.server.close(0);
+  }
 });
