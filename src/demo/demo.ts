@@ -105,7 +105,7 @@ function summarize(
   wallSeconds: number,
   promptSeconds: readonly number[] | undefined,
 ): DemoResult {
-  const ok = records.filter((r) => r.status === 200 && r.ttft >= 0);
+  const ok = records.filter((r) => r.status === 200 && r.ttft >= 0 && r.error === undefined);
   let prompt = 0;
   let cached = 0;
   for (const r of ok) {
