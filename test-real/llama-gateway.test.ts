@@ -41,8 +41,10 @@ async function withFleet<T>(
   });
   const costModel = costModelPreset('llamacpp-small-cpu');
   const gateway = createGateway({
-    policy: createGlobalPolicy(policy, { costModel, seed: 0 }),
+    createPolicy: () => createGlobalPolicy(policy, { costModel, seed: 0 }),
     replicas: replicas.urls.map((url) => ({ url, dialect: 'llamacpp' as const })),
+    // llama-server lists its model file's path in /v1/models; the tests ask for 'm'.
+    model: 'm',
     // What four slots hold of this workload's prompts: E2's cache model must not think it has more.
     replicaKvTokens: 4 * 900,
     logLevel: 'silent',

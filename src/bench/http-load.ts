@@ -21,7 +21,14 @@ export interface HttpLoadOptions {
 /** What the client saw of one request (times in the requests' seconds: wall time x timeScale). */
 export interface HttpRecord {
   readonly id: string;
+  /** The HTTP status; 0 when no answer came (connection refused, reset, ...). */
   readonly status: number;
+  /**
+   * Why the request failed, as a kind to count by: `HTTP 404 model_not_found` (status and the error
+   * body's code), `stream error replica_failed` (an error event inside a 200 stream), or
+   * `connection error ECONNREFUSED`; undefined for a success.
+   */
+  readonly error?: string;
   readonly arrival: number;
   readonly ttft: number;
   readonly latency: number;
@@ -48,7 +55,12 @@ export async function runHttpLoad(options: HttpLoadOptions): Promise<HttpRecord[
       options.requests.map(async (r) => {
         const wait = (r.arrival / scale) * 1000 - (performance.now() - start);
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        return send(pool, options, r, elapsed);
+        const sent = elapsed();
+        try {
+          return await send(pool, options, r, elapsed, sent);
+        } catch (error) {
+          return failed(r, 0, sent, elapsed, `connection error ${errorCode(error)}`);
+        }
       }),
     );
   } finally {
@@ -61,8 +73,8 @@ async function send(
   options: HttpLoadOptions,
   r: WorkloadRequest,
   elapsed: () => number,
+  sent: number,
 ): Promise<HttpRecord> {
-  const sent = elapsed();
   const res = await pool.request({
     path: '/v1/completions',
     method: 'POST',
@@ -76,18 +88,31 @@ async function send(
       ...options.extraBody,
     }),
   });
+  if (res.statusCode !== 200) {
+    const code = errorCodeOf(await res.body.text());
+    return failed(
+      r,
+      res.statusCode,
+      sent,
+      elapsed,
+      `HTTP ${res.statusCode}${code === undefined ? '' : ` ${code}`}`,
+    );
+  }
   let ttft = -1;
   let usage: Usage | undefined;
+  let error: string | undefined;
   const events = new SseSplitter();
   for await (const chunk of res.body) {
     if (ttft < 0) ttft = elapsed() - sent;
     for (const { data } of events.push(chunk)) {
       if (data.includes('"usage":{')) usage = (JSON.parse(data) as { usage: Usage }).usage;
+      else if (data.startsWith('{"error"')) error = `stream error ${errorCodeOf(data) ?? 'unknown'}`;
     }
   }
   return {
     id: r.id,
     status: res.statusCode,
+    ...(error === undefined ? {} : { error }),
     arrival: sent,
     ttft,
     latency: elapsed() - sent,
@@ -96,4 +121,43 @@ async function send(
     outputTokens: usage?.completion_tokens ?? 0,
     replica: String(res.headers['x-preble-replica'] ?? ''),
   };
+}
+
+function failed(
+  r: WorkloadRequest,
+  status: number,
+  sent: number,
+  elapsed: () => number,
+  error: string,
+): HttpRecord {
+  return {
+    id: r.id,
+    status,
+    error,
+    arrival: sent,
+    ttft: -1,
+    latency: elapsed() - sent,
+    promptTokens: 0,
+    cachedTokens: 0,
+    outputTokens: 0,
+    replica: '',
+  };
+}
+
+/** The `code` (else `type`) of an OpenAI-style error body. */
+function errorCodeOf(text: string): string | undefined {
+  try {
+    const error = (JSON.parse(text) as { error?: { code?: unknown; type?: unknown } }).error;
+    const code = error?.code ?? error?.type;
+    return typeof code === 'string' || typeof code === 'number' ? String(code) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A connection failure's code (ECONNREFUSED, UND_ERR_SOCKET, ...), else its message. */
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.message : String(error);
 }

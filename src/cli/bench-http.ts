@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { runHttpLoad } from '../bench/http-load.ts';
+import { type HttpRecord, runHttpLoad } from '../bench/http-load.ts';
 import { renderTokens } from '../demo/render.ts';
 import { percentiles } from '../report/stats.ts';
 import { fixed, textTable } from '../report/text-table.ts';
@@ -47,7 +47,8 @@ async function benchHttp(flags: BenchHttpFlags): Promise<void> {
   });
   const requests = [...stream()];
   const records = await runHttpLoad({ url: flags.url, model: flags.model, requests, render: renderTokens });
-  const ok = records.filter((r) => r.status === 200 && r.ttft >= 0);
+  const ok = records.filter((r) => r.status === 200 && r.ttft >= 0 && r.error === undefined);
+  const errors = errorKinds(records);
   const tpot = ok.filter((r) => r.outputTokens > 1).map((r) => (r.latency - r.ttft) / (r.outputTokens - 1));
   const prompt = ok.reduce((s, r) => s + r.promptTokens, 0);
   const result = {
@@ -57,19 +58,45 @@ async function benchHttp(flags: BenchHttpFlags): Promise<void> {
     requests: records.length,
     completed: ok.length,
     failed: records.length - ok.length,
+    errors,
     latency: percentiles(ok.map((r) => r.latency)),
     ttft: percentiles(ok.map((r) => r.ttft)),
     tpot: percentiles(tpot),
     cacheHitRate: prompt > 0 ? ok.reduce((s, r) => s + r.cachedTokens, 0) / prompt : 0,
   };
+  // Nothing answered: the numbers would all be zeros; say why, and fail.
+  const nothing =
+    ok.length === 0
+      ? `no request succeeded (${records.length} failed: ${errors.map((e) => `${e.count} x ${e.kind}`).join(', ')})`
+      : undefined;
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    if (nothing !== undefined) throw new Error(nothing);
     return;
   }
+  if (nothing !== undefined) throw new Error(nothing);
   const row = (name: string, p: { mean: number; p50: number; p90: number; p99: number }) =>
     [name, fixed(p.mean, 3), fixed(p.p50, 3), fixed(p.p90, 3), fixed(p.p99, 3)] as const;
   process.stdout.write(
     `${result.completed} of ${result.requests} requests answered, cache hit rate ${fixed(result.cacheHitRate, 3)}\n\n` +
-      `${textTable(['seconds', 'mean', 'p50', 'p90', 'p99'], [row('latency', result.latency), row('ttft', result.ttft), row('tpot', result.tpot)])}\n`,
+      `${textTable(['seconds', 'mean', 'p50', 'p90', 'p99'], [row('latency', result.latency), row('ttft', result.ttft), row('tpot', result.tpot)])}\n` +
+      (errors.length === 0
+        ? ''
+        : `\n${textTable(
+            ['failed requests', 'count'],
+            errors.map((e) => [e.kind, String(e.count)]),
+          )}\n`),
   );
+}
+
+/** Failed requests counted by kind (status and error code, stream error, connection error), most first. */
+function errorKinds(records: readonly HttpRecord[]): { kind: string; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const r of records) {
+    const kind = r.error ?? (r.status === 200 ? undefined : `HTTP ${r.status}`);
+    if (kind !== undefined) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return [...counts]
+    .map(([kind, count]) => ({ kind, count }))
+    .sort((a, b) => b.count - a.count || a.kind.localeCompare(b.kind));
 }

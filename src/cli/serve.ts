@@ -52,7 +52,7 @@ export function registerServe(program: Command): void {
     .option('--policy <name>', 'global policy (default e2)')
     .option('--cost-model <preset>', "cost-model preset of the replicas' hardware (default mistral-7b-a6000)")
     .option('--kv-tokens <n>', "replicas' KV capacity in tokens (default: the preset's)", positiveInt)
-    .option('--model <name>', 'the model name clients must ask for (default: any)')
+    .option('--model <name>', "the model the replicas serve (default: each replica's /v1/models says)")
     .option('--seed <s>', 'random seed', nonNegativeInt)
     .option(
       '--poll <seconds>',
@@ -128,7 +128,9 @@ async function serve(flags: ServeFlags): Promise<void> {
     config.costModel,
     config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },
   );
-  const policy = createGlobalPolicy(config.policy, { costModel, seed: config.seed });
+  // One policy per model's pool of replicas; an unknown name fails here, at start-up.
+  const createPolicy = () => createGlobalPolicy(config.policy, { costModel, seed: config.seed });
+  createPolicy();
   const tokenizer = (await loadLocalTokenizer(config.tokenizer)) ?? 'backend';
   const keys = config.auth.keys.map((k, i) => ({
     name: k.name,
@@ -143,7 +145,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     process.env,
   );
   const gateway = createGateway({
-    policy,
+    createPolicy,
     replicas: normalizeReplicas(config),
     replicaKvTokens: costModel.kvCapacityTokens,
     tokenizer,

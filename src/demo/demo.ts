@@ -64,8 +64,10 @@ export async function runDemo(
     const fleet = await options.fleet(options.replicas);
     try {
       const gateway = createGateway({
-        policy: createGlobalPolicy(policy, { costModel, seed: options.seed }),
+        createPolicy: () => createGlobalPolicy(policy, { costModel, seed: options.seed }),
         replicas: fleet.urls.map((url) => ({ url, dialect: fleet.dialect })),
+        // The replicas serve the name the load asks for (llama-server would list its file's path).
+        model: options.model,
         replicaKvTokens: costModel.kvCapacityTokens,
         timeScale: options.timeScale,
       });
@@ -103,7 +105,7 @@ function summarize(
   wallSeconds: number,
   promptSeconds: readonly number[] | undefined,
 ): DemoResult {
-  const ok = records.filter((r) => r.status === 200 && r.ttft >= 0);
+  const ok = records.filter((r) => r.status === 200 && r.ttft >= 0 && r.error === undefined);
   let prompt = 0;
   let cached = 0;
   for (const r of ok) {

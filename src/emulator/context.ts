@@ -10,5 +10,4 @@ export interface ServerContext {
   readonly textOffset: number;
   /** Injected misbehaviours (off unless asked for). */
   readonly faults: Faults;
-  nextId(prefix: string): string;
 }

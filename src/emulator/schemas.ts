@@ -1,10 +1,14 @@
 import { z } from 'zod';
+import { chatMessageSchema, stopSchema } from '../text/chat-content.ts';
 
 export const MAX_TOKENS_LIMIT = 4096;
 export const DEFAULT_MAX_TOKENS = 16;
 
 const maxTokens = z.number().int().min(1).max(MAX_TOKENS_LIMIT).nullish();
 const streamOptions = z.object({ include_usage: z.boolean().nullish() }).nullish();
+/** Choices per request, as OpenAI bounds them. */
+export const MAX_CHOICES = 128;
+const choices = z.number().int().min(1).max(MAX_CHOICES).nullish();
 
 export const completionSchema = z.object({
   model: z.string(),
@@ -12,10 +16,10 @@ export const completionSchema = z.object({
   max_tokens: maxTokens,
   stream: z.boolean().nullish(),
   stream_options: streamOptions,
+  n: choices,
+  stop: stopSchema,
 });
 export type CompletionBody = z.infer<typeof completionSchema>;
-
-export const chatMessageSchema = z.object({ role: z.string(), content: z.string() });
 
 export const chatSchema = z.object({
   model: z.string(),
@@ -24,6 +28,8 @@ export const chatSchema = z.object({
   max_completion_tokens: maxTokens,
   stream: z.boolean().nullish(),
   stream_options: streamOptions,
+  n: choices,
+  stop: stopSchema,
 });
 export type ChatBody = z.infer<typeof chatSchema>;
 

@@ -70,13 +70,11 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
     schedule: options.schedule,
     observer: requestMetrics(registry, model, engine.kvCapacityTokens),
   });
-  let counter = 0;
   const ctx: ServerContext = {
     driver,
     model,
     textOffset: seed % FILLER.length,
     faults,
-    nextId: (prefix) => `${prefix}-${(++counter).toString(36)}`,
   };
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT });
 

@@ -11,7 +11,11 @@ export interface AdminContext {
   readonly replicas: ReplicaSet;
   readonly keys: KeyStore;
   readonly defaultKvTokens: number;
+  /** The gateway's `model`, for a replica added without one. */
+  readonly defaultModel: string | undefined;
   readonly now: () => number;
+  /** Read the replicas' /v1/models now (a new replica joins its model's pool). */
+  readonly discoverModels: () => Promise<void>;
 }
 
 const newKey = z
@@ -33,6 +37,8 @@ function describeReplica(r: Replica, now: number) {
     breaker: r.breaker.state(now),
     inflight: r.inflight,
     kvTokens: r.kvTokens,
+    /** The model pool it is in: a name, `*` (serves what no named pool does), or null (not known yet). */
+    model: r.modelPool === undefined ? null : (r.modelPool.model ?? '*'),
   };
 }
 
@@ -84,7 +90,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
       admin.post('/replicas', async (request, reply) => {
         const parsed = replicaSchema.safeParse(request.body);
         if (!parsed.success) return badBody(reply, parsed.error);
-        const { url, dialect, kvTokens } = parsed.data;
+        const { url, dialect, kvTokens, model } = parsed.data;
         if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
           return sendError(
             reply,
@@ -93,7 +99,13 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
             'invalid_request_error',
             'conflict',
           );
-        const r = ctx.replicas.add({ url, dialect, kvTokens: kvTokens ?? ctx.defaultKvTokens });
+        const r = ctx.replicas.add({
+          url,
+          dialect,
+          kvTokens: kvTokens ?? ctx.defaultKvTokens,
+          model: model ?? ctx.defaultModel,
+        });
+        if (r.configuredModel === undefined) await ctx.discoverModels();
         return reply.code(201).send(describeReplica(r, ctx.now()));
       });
       admin.post('/replicas/:id/drain', async (request, reply) => {

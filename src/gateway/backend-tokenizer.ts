@@ -4,8 +4,8 @@ import type { ReplicaSet } from './replicas.ts';
 
 /**
  * The `backend` tokenizer mode: the replicas' own /tokenize (in their dialect), so the router's
- * token ids are exactly the engine's. Costs one round trip per request; any routable replica will
- * do (they serve one model), tried in turn until one answers.
+ * token ids are exactly the engine's. Costs one round trip per request; any routable replica of the
+ * request's model pool will do, tried in turn until one answers.
  */
 export class BackendTokenizer implements PromptTokenizer {
   readonly name = 'backend';
@@ -13,18 +13,18 @@ export class BackendTokenizer implements PromptTokenizer {
 
   constructor(
     private readonly replicas: ReplicaSet,
-    private readonly model: string | undefined,
     private readonly timeoutSeconds: number,
   ) {}
 
-  async tokenize(input: PromptInput): Promise<Tokens> {
-    const candidates = this.replicas.routable();
+  async tokenize(input: PromptInput, model?: string): Promise<Tokens> {
+    const pool = model === undefined ? undefined : this.replicas.poolFor(model);
+    const candidates = this.replicas.routable().filter((r) => pool === undefined || r.modelPool === pool);
     if (candidates.length === 0) throw new Error('no replica is available to tokenize');
     let lastError: unknown;
     for (let k = 0; k < candidates.length; k++) {
       const replica = candidates[(this.next + k) % candidates.length]!;
       try {
-        const tokens = await replica.dialect.tokenize(input, this.model, async (path, body) => {
+        const tokens = await replica.dialect.tokenize(input, model, async (path, body) => {
           const res = await replica.control.request({
             path,
             method: 'POST',

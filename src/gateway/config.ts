@@ -19,6 +19,8 @@ export const replicaSchema = z
     dialect: z.enum(dialectNames).default('preble'),
     /** KV capacity in tokens, when it differs from the cost model's. */
     kvTokens: positiveCount.optional(),
+    /** The model it serves; absent: the top-level `model`, else its own /v1/models says. */
+    model: z.string().min(1).optional(),
   })
   .strict();
 
@@ -44,7 +46,7 @@ export const gatewayConfigSchema = z
     policy: z.string().min(1).default('e2'),
     costModel: z.string().min(1).default('mistral-7b-a6000'),
     kvTokens: positiveCount.optional(),
-    /** The model name clients must ask for; absent: any. */
+    /** The model every replica without its own `model` serves; absent: each replica's /v1/models says. */
     model: z.string().min(1).optional(),
     seed: count.default(0),
     /** `chars`, `backend` (the replicas' /tokenize) or `hf:PATH` (a local tokenizer.json). */
@@ -155,8 +157,13 @@ export function readConfigFile(path: string): Record<string, unknown> {
 /** Replica entries in their full form. */
 export function normalizeReplicas(
   config: GatewayConfig,
-): { url: string; dialect: DialectName; kvTokens?: number }[] {
-  return config.replicas.map((r) => (r.kvTokens === undefined ? { url: r.url, dialect: r.dialect } : r));
+): { url: string; dialect: DialectName; kvTokens?: number; model?: string }[] {
+  return config.replicas.map((r) => ({
+    url: r.url,
+    dialect: r.dialect,
+    ...(r.kvTokens === undefined ? {} : { kvTokens: r.kvTokens }),
+    ...(r.model === undefined ? {} : { model: r.model }),
+  }));
 }
 
 /** Resolve a secret given inline or through an environment variable. */

@@ -27,6 +27,8 @@ export interface Dialect {
   readonly name: DialectName;
   /** A cached prefix serves one running request at a time (llama.cpp slots; see InstanceInfo). */
   readonly exclusivePrefixes: boolean;
+  /** The most choices (`n`) one request may ask of it. */
+  readonly maxChoices: number;
   /** The body sent upstream: the client's, plus what the gateway needs for routing feedback. */
   shapeBody(body: Readonly<Record<string, unknown>>, stream: boolean): Record<string, unknown>;
   /** Token counts of a finished request from the engine's final report. */
@@ -114,6 +116,7 @@ const vllmNames = {
 const preble: Dialect = {
   name: 'preble',
   exclusivePrefixes: false,
+  maxChoices: Number.POSITIVE_INFINITY,
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
   loadSignal: (text, capacity) =>
@@ -129,6 +132,7 @@ const preble: Dialect = {
 const vllm: Dialect = {
   name: 'vllm',
   exclusivePrefixes: false,
+  maxChoices: Number.POSITIVE_INFINITY,
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
   loadSignal: (text, capacity) => gaugeSignal(text, capacity, vllmNames),
@@ -138,6 +142,7 @@ const vllm: Dialect = {
 const sglang: Dialect = {
   name: 'sglang',
   exclusivePrefixes: false,
+  maxChoices: Number.POSITIVE_INFINITY,
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
   loadSignal: (text, capacity) =>
@@ -151,13 +156,16 @@ const sglang: Dialect = {
 };
 
 /**
- * llama.cpp's llama-server: prefix reuse is asked for per request (`cache_prompt`), cached tokens
+ * llama.cpp's llama-server: one choice per request, prefix reuse is asked for per request (`cache_prompt`), cached tokens
  * come in `usage` or its own `timings.cache_n`, load in `llamacpp:` gauges (no KV gauge: requests
  * waiting for a slot are `requests_deferred`), and /tokenize takes `content`.
  */
 const llamacpp: Dialect = {
   name: 'llamacpp',
   exclusivePrefixes: true,
+  // llama-server refuses n > 1 ("Only one completion choice is allowed"), in some versions as a 500
+  // that would count against its breaker: the gateway answers the 400 itself.
+  maxChoices: 1,
   shapeBody(body, stream) {
     const shaped = withStreamUsage(body, stream);
     if (shaped['cache_prompt'] === undefined) shaped['cache_prompt'] = true;

@@ -18,7 +18,6 @@ export interface Timeouts {
 }
 
 export interface ForwardContext {
-  readonly policy: GlobalPolicy;
   readonly replicas: ReplicaSet;
   readonly metrics: GatewayMetrics;
   readonly now: () => number;
@@ -33,6 +32,8 @@ export interface Attempt {
   readonly body: CompletionBody;
   readonly promptTokens: number;
   readonly arrival: number;
+  /** The policy of the model's pool, which routed this try and hears its outcome. */
+  readonly policy: GlobalPolicy;
   readonly decision: RouteDecision;
   readonly replica: Replica;
   /** Aborts when the client goes away or the gateway shuts down (the reason says which). */
@@ -76,9 +77,9 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     if (settled) return;
     settled = true;
     ctx.metrics.attempts.inc({ replica: label, outcome });
-    if (counts === undefined) ctx.policy.requestFailed(a.id, ctx.now());
+    if (counts === undefined) a.policy.requestFailed(a.id, ctx.now());
     else {
-      ctx.policy.requestFinished(a.id, ctx.now(), counts);
+      a.policy.requestFinished(a.id, ctx.now(), counts);
       ctx.metrics.latency.observe(ctx.now() - a.arrival);
       ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
       ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);
@@ -86,6 +87,21 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
   };
   const raw = reply.raw;
   try {
+    const n = a.body['n'];
+    if (typeof n === 'number' && n > replica.dialect.maxChoices) {
+      // The engine cannot: the client's request, not a replica fault.
+      settle(undefined, 'client_error');
+      markReply(reply, a);
+      sendError(
+        reply,
+        400,
+        `n: ${replica.dialect.name} replicas answer at most ${replica.dialect.maxChoices} choice per request, got ${n}`,
+        'invalid_request_error',
+        'unsupported_value',
+        'n',
+      );
+      return { kind: 'answered', ok: false };
+    }
     const res = await replica.pool.request({
       path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
       method: 'POST',
@@ -188,8 +204,8 @@ async function relayStream(
   const begin = () => {
     first = false;
     hooks.started();
-    ctx.policy.requestStarted(a.id, ctx.now());
-    ctx.policy.requestFirstToken(a.id, ctx.now());
+    a.policy.requestStarted(a.id, ctx.now());
+    a.policy.requestFirstToken(a.id, ctx.now());
     ctx.metrics.ttft.observe(ctx.now() - a.arrival);
     reply.hijack();
     raw.writeHead(200, {

@@ -6,6 +6,7 @@ import type { PromptInput, PromptTokenizer } from '../text/prompt-tokenizer.ts';
 import { type Admission, AdmissionRefused, type Release } from './admission.ts';
 import { sendError } from './errors.ts';
 import { type AttemptOutcome, type ForwardContext, forward, type RouteKind } from './forward.ts';
+import type { ModelPool } from './replicas.ts';
 import { parseCompletionBody } from './validate.ts';
 
 export interface ProxyLimits {
@@ -14,6 +15,8 @@ export interface ProxyLimits {
 }
 
 export interface ProxyContext extends ForwardContext {
+  /** The pool serving a model; undefined: no replica is known to serve it. */
+  readonly findPool: (model: string) => Promise<ModelPool | undefined>;
   readonly tokenizer: PromptTokenizer;
   readonly admission: Admission;
   readonly limits: ProxyLimits;
@@ -57,6 +60,17 @@ export async function proxy(
       null,
       'max_tokens',
     );
+  const pool = await ctx.findPool(body.model);
+  if (pool === undefined)
+    return refuse(
+      reply,
+      ctx,
+      404,
+      `model '${body.model}' does not exist`,
+      'model_not_found',
+      'model_not_found',
+      'model',
+    );
   // Latency counts from here: time waiting for admission and tokenizing is the client's time too.
   const arrival = ctx.now();
   const cancel = new AbortController();
@@ -83,7 +97,7 @@ export async function proxy(
       kind === 'chat' ? { kind, messages: body.messages ?? [] } : { kind, prompt: body.prompt ?? '' };
     let tokens: Tokens;
     try {
-      tokens = await ctx.tokenizer.tokenize(input);
+      tokens = await ctx.tokenizer.tokenize(input, body.model);
     } catch (error) {
       const message = `tokenizer '${ctx.tokenizer.name}' failed: ${error instanceof Error ? error.message : String(error)}`;
       return refuse(
@@ -108,7 +122,7 @@ export async function proxy(
         kind === 'chat' ? 'messages' : 'prompt',
       );
     if (ctx.logBodies) request.log.debug({ prompt: input }, 'prompt');
-    return await attempts(kind, body, tokens, arrival, request, reply, ctx, cancel.signal);
+    return await attempts(kind, body, pool, tokens, arrival, request, reply, ctx, cancel.signal);
   } finally {
     release?.();
     reply.raw.off('close', onClose);
@@ -119,6 +133,7 @@ export async function proxy(
 async function attempts(
   kind: RouteKind,
   body: Parameters<typeof forward>[0]['body'],
+  pool: ModelPool,
   tokens: Tokens,
   arrival: number,
   request: FastifyRequest,
@@ -141,7 +156,7 @@ async function attempts(
     const id = attempt === 0 ? base : `${base}.${attempt}`;
     let decision: RouteDecision;
     try {
-      decision = ctx.policy.route(
+      decision = pool.policy.route(
         {
           id,
           tokens,
@@ -159,7 +174,17 @@ async function attempts(
     if (attempt === 0)
       ctx.metrics.matchRate.observe(tokens.length > 0 ? decision.matchedTokens / tokens.length : 0);
     const outcome = await forward(
-      { kind, id, body, promptTokens: tokens.length, arrival, decision, replica, cancel },
+      {
+        kind,
+        id,
+        body,
+        promptTokens: tokens.length,
+        arrival,
+        policy: pool.policy,
+        decision,
+        replica,
+        cancel,
+      },
       reply,
       ctx,
     );

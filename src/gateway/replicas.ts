@@ -7,6 +7,22 @@ import { type Dialect, dialectOf } from './dialects.ts';
 /** Where a replica stands in the policy's view. */
 type ViewState = 'active' | 'draining' | 'gone';
 
+/** One entry of an OpenAI `/v1/models` list (its other fields are kept as the replica gave them). */
+export interface ModelEntry {
+  readonly id: string;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * The replicas that serve one model, routed by their own policy instance (its prefix tree, window
+ * and in-flight counts belong to this pool alone). `model` undefined: replicas that cannot say what
+ * they serve (no usable /v1/models); they take requests for a model no named pool serves.
+ */
+export interface ModelPool {
+  readonly model: string | undefined;
+  readonly policy: GlobalPolicy;
+}
+
 /** One upstream replica: address, dialect, connection pool and health. */
 export interface Replica {
   readonly id: number;
@@ -27,6 +43,14 @@ export interface Replica {
   /** Requests the gateway has on this replica right now. */
   inflight: number;
   view: ViewState;
+  /** The model name given in the configuration (then never asked); undefined: read from its /v1/models. */
+  readonly configuredModel: string | undefined;
+  /** What it serves, as it listed them (the pool is the first's); empty while unknown or for `any`. */
+  models: readonly ModelEntry[];
+  /** The pool it belongs to; undefined while its model is unknown (it takes no requests then). */
+  modelPool: ModelPool | undefined;
+  /** The pool whose policy has it in view now (differs from modelPool only inside a move). */
+  viewPool: ModelPool | undefined;
 }
 
 export interface ReplicaSetOptions {
@@ -42,19 +66,24 @@ export interface NewReplica {
   readonly url: string;
   readonly dialect: DialectName;
   readonly kvTokens: number;
+  /** The model it serves, if configured; else the gateway reads its /v1/models. */
+  readonly model?: string | undefined;
 }
 
 /**
- * The replicas the gateway forwards to, by instance id, and the one place that keeps the policy's
- * view in step with their health: a replica is in the view while it is healthy, its breaker is not
- * open and it was not removed; leaving the view forgets its cached prefixes (it may come back as a
- * fresh engine), and it is re-admitted once healthy again.
+ * The replicas the gateway forwards to, by instance id, grouped into pools by the model they serve,
+ * and the one place that keeps each pool policy's view in step with their health: a replica is in
+ * its pool's view while its model is known, it is healthy, its breaker is not open and it was not
+ * removed; leaving the view forgets its cached prefixes (it may come back as a fresh engine), and it
+ * is re-admitted once healthy again. Instance ids are unique across pools.
  */
 export class ReplicaSet {
   private readonly replicas: Replica[] = [];
+  private readonly byModel = new Map<string | undefined, ModelPool>();
 
   constructor(
-    private readonly policy: GlobalPolicy,
+    /** A fresh policy instance for each pool. */
+    private readonly createPolicy: () => GlobalPolicy,
     private readonly options: ReplicaSetOptions,
     private readonly now: () => number,
   ) {}
@@ -85,10 +114,68 @@ export class ReplicaSet {
       removed: false,
       inflight: 0,
       view: 'gone',
+      configuredModel: spec.model,
+      models: [],
+      modelPool: undefined,
+      viewPool: undefined,
     };
     this.replicas.push(replica);
+    if (spec.model !== undefined) replica.modelPool = this.poolOf(spec.model);
     this.reconcile(replica);
     return replica;
+  }
+
+  /**
+   * What a replica's /v1/models said: the models it lists (it joins the first one's pool), or `any`
+   * (it answered without a usable list). A replica whose model changed moves to the new pool.
+   */
+  setModels(replica: Replica, models: readonly ModelEntry[] | 'any'): void {
+    if (replica.configuredModel !== undefined) return;
+    replica.models = models === 'any' ? [] : models;
+    replica.modelPool = this.poolOf(models === 'any' ? undefined : models[0]?.id);
+    this.reconcile(replica);
+  }
+
+  /** Every pool formed so far (one per model any replica has served). */
+  pools(): ModelPool[] {
+    return [...this.byModel.values()];
+  }
+
+  /**
+   * The pool for a request's model: the pool of that name, else one whose replicas list it (a
+   * replica may list several, e.g. vLLM's LoRA adapters), else the pool of replicas that cannot
+   * say what they serve; undefined: no replica known to serve it.
+   */
+  poolFor(model: string): ModelPool | undefined {
+    const named = this.byModel.get(model);
+    if (named !== undefined) return named;
+    for (const r of this.replicas) if (!r.removed && r.models.some((m) => m.id === model)) return r.modelPool;
+    return this.byModel.get(undefined);
+  }
+
+  /** Present replicas whose model is not known yet (never answered /v1/models). */
+  unknownModels(): Replica[] {
+    return this.replicas.filter((r) => !r.removed && r.modelPool === undefined);
+  }
+
+  /** The models the present replicas serve, one entry per id (the first replica's), in order. */
+  servedModels(): ModelEntry[] {
+    const out = new Map<string, ModelEntry>();
+    for (const r of this.replicas) {
+      if (r.removed) continue;
+      const entries = r.configuredModel === undefined ? r.models : [{ id: r.configuredModel }];
+      for (const m of entries) if (!out.has(m.id)) out.set(m.id, m);
+    }
+    return [...out.values()];
+  }
+
+  private poolOf(model: string | undefined): ModelPool {
+    let pool = this.byModel.get(model);
+    if (pool === undefined) {
+      pool = { model, policy: this.createPolicy() };
+      this.byModel.set(model, pool);
+    }
+    return pool;
   }
 
   get(id: number): Replica | undefined {
@@ -153,25 +240,31 @@ export class ReplicaSet {
 
   private reconcile(replica: Replica): void {
     const now = this.now();
+    const pool = replica.modelPool;
     const wanted: ViewState =
-      replica.removed || !replica.healthy || replica.breaker.state(now) === 'open'
+      pool === undefined || replica.removed || !replica.healthy || replica.breaker.state(now) === 'open'
         ? 'gone'
         : replica.draining
           ? 'draining'
           : 'active';
     const from = replica.view;
-    if (wanted === from) return;
-    replica.view = wanted;
-    if (wanted === 'gone') this.policy.instanceRemoved(replica.id, now);
-    else {
+    const moved = from !== 'gone' && replica.viewPool !== pool;
+    if (wanted === from && !moved) return;
+    // Leaving the view, or moving to another model's pool: the old pool's policy forgets it (its
+    // in-flight requests stay counted there until they end: each attempt reports to its own policy).
+    if (from !== 'gone' && (wanted === 'gone' || moved))
+      replica.viewPool?.policy.instanceRemoved(replica.id, now);
+    if (wanted !== 'gone' && pool !== undefined) {
       // Coming back from 'gone' is a fresh engine; from 'draining' it resumes with its cache.
-      this.policy.instanceAdded(
+      pool.policy.instanceAdded(
         replica.id,
         { kvCapacityTokens: replica.kvTokens, exclusivePrefixes: replica.dialect.exclusivePrefixes },
         now,
       );
-      if (wanted === 'draining') this.policy.instanceDrained(replica.id, now);
+      if (wanted === 'draining') pool.policy.instanceDrained(replica.id, now);
     }
-    this.options.onChange?.(replica, from);
+    replica.view = wanted;
+    replica.viewPool = wanted === 'gone' ? undefined : pool;
+    if (wanted !== from) this.options.onChange?.(replica, from);
   }
 }

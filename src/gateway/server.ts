@@ -13,6 +13,7 @@ import { sendError } from './errors.ts';
 import { checkHealth } from './health.ts';
 import { pollLoad } from './load-poller.ts';
 import { GatewayMetrics } from './metrics.ts';
+import { discoverModels } from './model-discovery.ts';
 import { Periodic } from './periodic.ts';
 import { type ProxyContext, proxy } from './proxy.ts';
 import { ReplicaSet } from './replicas.ts';
@@ -21,14 +22,20 @@ export interface ReplicaSpec {
   readonly url: string;
   readonly dialect?: DialectName;
   readonly kvTokens?: number;
+  /** The model it serves; absent: `model` below, else read from the replica's /v1/models. */
+  readonly model?: string | undefined;
 }
 
 export interface GatewayOptions {
-  readonly policy: GlobalPolicy;
+  /** A fresh global policy: one is made for each model's pool of replicas. */
+  readonly createPolicy: () => GlobalPolicy;
   readonly replicas: readonly (string | ReplicaSpec)[];
   /** KV capacity each replica is assumed to have, in tokens (for the policy's cache model). */
   readonly replicaKvTokens: number;
-  /** The model name clients must ask for; undefined: any (the replica decides). */
+  /**
+   * The model every replica without its own `model` serves (they are then not asked); undefined:
+   * each replica's /v1/models says what it serves.
+   */
   readonly model?: string;
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickSeconds?: number;
@@ -65,6 +72,8 @@ export interface Gateway {
   pollNow(): Promise<void>;
   /** Run a health-check round now (tests; the timer does it otherwise). */
   checkHealthNow(): Promise<void>;
+  /** Read the replicas' /v1/models now (tests; the timer and unknown models do it otherwise). */
+  discoverModelsNow(): Promise<void>;
   /** Requests the gateway is answering right now (admitted or queued). */
   readonly active: number;
   /** Stop accepting, let in-flight requests finish within the drain deadline, then close. */
@@ -90,7 +99,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const timeScale = options.timeScale ?? 1;
   const now = () => (performance.now() / 1000) * timeScale;
   const replicas = new ReplicaSet(
-    options.policy,
+    options.createPolicy,
     {
       breaker: { ...defaults.breaker, ...options.breaker },
       connectTimeoutSeconds: timeouts.connectSeconds,
@@ -111,8 +120,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       url: s.url,
       dialect: s.dialect ?? 'preble',
       kvTokens: s.kvTokens ?? options.replicaKvTokens,
+      model: s.model ?? options.model,
     });
   }
+  const discovery = new Periodic(() => discoverModels(replicas, health.timeoutSeconds));
+  const findPool = async (model: string) => {
+    const pool = replicas.poolFor(model);
+    if (pool !== undefined || replicas.unknownModels().length === 0) return pool;
+    // Some replica has not said what it serves yet: ask now before calling the model unknown.
+    await discovery.runNow();
+    return replicas.poolFor(model);
+  };
   const keys = new KeyStore(options.auth?.keys ?? [], now);
   const cancels = new Set<AbortController>();
   const admission = new Admission(
@@ -125,10 +143,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   );
   const tokenizer =
     options.tokenizer === 'backend'
-      ? new BackendTokenizer(replicas, options.model, timeouts.connectSeconds + 5)
+      ? new BackendTokenizer(replicas, timeouts.connectSeconds + 5)
       : (options.tokenizer ?? charsTokenizer);
   const ctx: ProxyContext = {
-    policy: options.policy,
+    findPool,
     replicas,
     metrics,
     now,
@@ -185,20 +203,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       check.status === 401 ? 'invalid_api_key' : 'rate_limit_exceeded',
     );
   });
-  const checkModel = (body: unknown, reply: Parameters<typeof sendError>[0]): boolean => {
-    const model = (body as { model?: unknown } | null)?.model;
-    if (options.model === undefined || typeof model !== 'string' || model === options.model) return true;
-    metrics.refused.inc({ reason: 'model_not_found' });
-    sendError(
-      reply,
-      404,
-      `model '${model}' does not exist`,
-      'invalid_request_error',
-      'model_not_found',
-      'model',
-    );
-    return false;
-  };
   const counted = async <T>(fn: () => Promise<T>): Promise<T> => {
     active++;
     try {
@@ -207,21 +211,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       active--;
     }
   };
-  app.post('/v1/completions', (request, reply) =>
-    counted(async () =>
-      checkModel(request.body, reply) ? proxy('completions', request, reply, ctx) : reply,
-    ),
-  );
-  app.post('/v1/chat/completions', (request, reply) =>
-    counted(async () => (checkModel(request.body, reply) ? proxy('chat', request, reply, ctx) : reply)),
-  );
-  app.get('/v1/models', async () => ({
-    object: 'list',
-    data:
-      options.model === undefined
-        ? []
-        : [{ id: options.model, object: 'model', created: 0, owned_by: 'preble' }],
-  }));
+  app.post('/v1/completions', (request, reply) => counted(() => proxy('completions', request, reply, ctx)));
+  app.post('/v1/chat/completions', (request, reply) => counted(() => proxy('chat', request, reply, ctx)));
+  app.get('/v1/models', async () => {
+    if (replicas.unknownModels().length > 0) await discovery.runNow();
+    return {
+      object: 'list',
+      data: replicas.servedModels().map((m) => ({ object: 'model', created: 0, owned_by: 'preble', ...m })),
+    };
+  });
   app.get('/health', async (_request, reply) => {
     const routable = replicas.routable().length;
     // Load balancers in front of the gateway take it out while it has nowhere to send requests.
@@ -235,14 +233,29 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const adminKey = options.auth?.adminKey;
   if (adminKey !== undefined)
-    adminRoutes(app, { adminKey, replicas, keys, defaultKvTokens: options.replicaKvTokens, now });
+    adminRoutes(app, {
+      adminKey,
+      replicas,
+      keys,
+      defaultKvTokens: options.replicaKvTokens,
+      defaultModel: options.model,
+      now,
+      discoverModels: () => discovery.runNow(),
+    });
 
-  const tick = setInterval(() => options.policy.tick(now()), (options.tickSeconds ?? 1) * 1000);
+  const tick = setInterval(
+    () => {
+      for (const pool of replicas.pools()) pool.policy.tick(now());
+    },
+    (options.tickSeconds ?? 1) * 1000,
+  );
   tick.unref();
-  const poller = new Periodic(() => pollLoad(replicas, options.policy, now));
+  const poller = new Periodic(() => pollLoad(replicas, now));
   poller.start(options.pollSeconds ?? 0.5);
   const checker = new Periodic(() => checkHealth(replicas, health));
   checker.start(health.intervalSeconds);
+  // A replica may be restarted with another model: its /v1/models is read again every health round.
+  discovery.start(health.intervalSeconds);
   const drainMs = (options.drainSeconds ?? defaults.shutdown.drainSeconds) * 1000;
   let closing: Promise<void> | undefined;
   return {
@@ -253,6 +266,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       return active;
     },
     async listen(port, host) {
+      // Know what the replicas serve before the first request (those that do not answer yet are
+      // asked again when a request names a model no known replica serves, and every health round).
+      await discovery.runNow();
       await app.listen({ port, host });
       const address = app.server.address();
       const actual = typeof address === 'object' && address !== null ? address.port : port;
@@ -260,11 +276,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     pollNow: () => poller.runNow(),
     checkHealthNow: () => checker.runNow(),
+    discoverModelsNow: () => discovery.runNow(),
     close() {
       closing ??= (async () => {
         clearInterval(tick);
         poller.stop();
         checker.stop();
+        discovery.stop();
         // Fastify stops listening and answers 503 to new requests on open connections at once.
         const closed = app.close();
         admission.refuseWaiting(new Error('the gateway is shutting down'));

@@ -1,7 +1,6 @@
 import { z } from 'zod';
+import { chatMessageSchema, stopSchema } from '../text/chat-content.ts';
 import { firstIssue } from '../util/zod-issue.ts';
-
-const message = z.object({ role: z.string().min(1), content: z.string() });
 
 /** The fields the gateway reads; every other field passes through to the replica unchanged. */
 const common = {
@@ -10,10 +9,15 @@ const common = {
   stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullish(),
   // The upper bound is the gateway's configured limit, checked after parsing.
   max_tokens: z.number().int().min(1).optional(),
+  // Passed on to the replica as given (shape checked here): several choices, stop strings.
+  n: z.number().int().min(1).max(128).nullish(),
+  stop: stopSchema,
 };
 
 const completion = z.object({ ...common, prompt: z.string() }).passthrough();
-const chat = z.object({ ...common, messages: z.array(message).min(1) }).passthrough();
+// Content given as parts is joined into one string here, so the replica caches the prompt the
+// gateway tokenized and routed on.
+const chat = z.object({ ...common, messages: z.array(chatMessageSchema).min(1) }).passthrough();
 
 export interface CompletionBody {
   readonly model: string;

@@ -14,5 +14,6 @@ export type PromptInput =
 export interface PromptTokenizer {
   /** The mode's name as the CLI spells it (for logs and errors). */
   readonly name: string;
-  tokenize(input: PromptInput): Promise<Tokens>;
+  /** `model`: the request's model (the `backend` mode asks a replica of that model). */
+  tokenize(input: PromptInput, model?: string): Promise<Tokens>;
 }

@@ -78,3 +78,59 @@ test('bench http refuses a bad URL with one line', () => {
   assert.match(r.stderr, /Invalid URL/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
 });
+
+test('bench http counts failures by kind and exits non-zero with one line when nothing succeeded', async () => {
+  const url = await engineUrl();
+  // Not runCli: the engine answers from this process, whose event loop must keep running.
+  const wrongModel = await runCliAsync([
+    'bench',
+    'http',
+    '--url',
+    url,
+    '--model',
+    'no-such-model',
+    '--requests',
+    '5',
+    '--rps',
+    '50',
+    '--json',
+  ]);
+  assert.equal(wrongModel.code, 1);
+  const r = JSON.parse(wrongModel.stdout) as {
+    completed: number;
+    failed: number;
+    errors: { kind: string; count: number }[];
+  };
+  assert.equal(r.completed, 0);
+  assert.equal(r.failed, 5);
+  assert.deepEqual(r.errors, [{ kind: 'HTTP 404 model_not_found', count: 5 }]);
+  assert.equal(
+    wrongModel.stderr.trim(),
+    'preble: no request succeeded (5 failed: 5 x HTTP 404 model_not_found)',
+  );
+
+  // A port nobody listens on: connection errors, in the text report as well.
+  const { createServer } = await import('node:net');
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const refused = await runCliAsync([
+    'bench',
+    'http',
+    '--url',
+    `http://127.0.0.1:${port}`,
+    '--model',
+    'm',
+    '--requests',
+    '3',
+    '--rps',
+    '50',
+  ]);
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.stderr,
+    /^preble: no request succeeded \(3 failed: 3 x connection error ECONNREFUSED\)\n$/,
+  );
+  assert.equal(refused.stdout, '', 'no table of zeros');
+});

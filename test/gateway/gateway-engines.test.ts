@@ -21,7 +21,7 @@ async function cluster(policy: string): Promise<{ url: string; gateway: Gateway 
   }
   const costModel = costModelPreset('mistral-7b-a6000');
   const gateway = createGateway({
-    policy: createGlobalPolicy(policy, { costModel }),
+    createPolicy: () => createGlobalPolicy(policy, { costModel }),
     replicas: urls,
     replicaKvTokens: costModel.kvCapacityTokens,
   });

@@ -12,7 +12,7 @@ const gateways: Gateway[] = [];
 async function gatewayWith(policy: string, model?: string): Promise<{ url: string; gateway: Gateway }> {
   const costModel = costModelPreset('mistral-7b-a6000');
   const gateway = createGateway({
-    policy: createGlobalPolicy(policy, { costModel }),
+    createPolicy: () => createGlobalPolicy(policy, { costModel }),
     replicas: replicas.map((r) => r.url),
     replicaKvTokens: costModel.kvCapacityTokens,
     ...(model === undefined ? {} : { model }),

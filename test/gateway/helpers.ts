@@ -2,7 +2,12 @@ import { costModelPreset } from '../../src/core/cost-model/presets.ts';
 import { createGlobalPolicy } from '../../src/core/policies/registry.ts';
 import type { FaultSettings } from '../../src/emulator/faults.ts';
 import { createEngineServer, type EngineServer } from '../../src/emulator/server.ts';
-import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway/server.ts';
+import {
+  createGateway,
+  type Gateway,
+  type GatewayOptions,
+  type ReplicaSpec,
+} from '../../src/gateway/server.ts';
 
 export const MODEL = 'mistral-7b-a6000';
 
@@ -20,14 +25,13 @@ export async function startEngine(faults: Partial<FaultSettings> = {}, timeScale
 
 /** A gateway on a free port with quiet logs, health checks only when the test runs them. */
 export async function startGateway(
-  replicas: readonly string[],
+  replicas: readonly (string | ReplicaSpec)[],
   options: Partial<GatewayOptions> = {},
   policy = 'round-robin',
 ): Promise<{ gateway: Gateway; url: string; policyInflight: () => number }> {
   const costModel = costModelPreset(MODEL);
-  const global = createGlobalPolicy(policy, { costModel });
   const gateway = createGateway({
-    policy: global,
+    createPolicy: () => createGlobalPolicy(policy, { costModel }),
     replicas,
     replicaKvTokens: costModel.kvCapacityTokens,
     pollSeconds: 0,
@@ -36,8 +40,14 @@ export async function startGateway(
     ...options,
   });
   const url = await gateway.listen(0, '127.0.0.1');
-  // Every policy counts in flight through its ClusterView (BasePolicy).
-  const policyInflight = () => (global as unknown as { view: { inflightTotal: number } }).view.inflightTotal;
+  // Every policy counts in flight through its ClusterView (BasePolicy); one policy per model pool.
+  const policyInflight = () =>
+    gateway.replicas
+      .pools()
+      .reduce(
+        (sum, p) => sum + (p.policy as unknown as { view: { inflightTotal: number } }).view.inflightTotal,
+        0,
+      );
   return { gateway, url, policyInflight };
 }
 

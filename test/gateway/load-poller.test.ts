@@ -49,7 +49,7 @@ test('the gateway polls replicas for load: sal routes by its fallback before the
   closers.push(() => engine.close(0));
   const costModel = costModelPreset('mistral-7b-a6000');
   const gateway = createGateway({
-    policy: createGlobalPolicy('sal', { costModel }),
+    createPolicy: () => createGlobalPolicy('sal', { costModel }),
     replicas: [replica],
     replicaKvTokens: costModel.kvCapacityTokens,
     pollSeconds: 0,

@@ -7,32 +7,30 @@ import { chatSchema, DEFAULT_MAX_TOKENS } from '../schemas.ts';
 import { checkModel, type ResponseFormat, runGeneration } from './generate.ts';
 
 function chatFormat(model: string): ResponseFormat {
-  const chunk = (id: string, created: number, delta: object, finish: string | null) => ({
+  const chunk = (id: string, created: number, index: number, delta: object, finish: string | null) => ({
     id,
     object: 'chat.completion.chunk',
     created,
     model,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    choices: [{ index, delta, logprobs: null, finish_reason: finish }],
   });
   return {
-    full: (id, created, text, usage) => ({
+    full: (id, created, choices, usage) => ({
       id,
       object: 'chat.completion',
       created,
       model,
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: text, refusal: null },
-          logprobs: null,
-          finish_reason: 'length',
-        },
-      ],
+      choices: choices.map((c) => ({
+        index: c.index,
+        message: { role: 'assistant', content: c.text, refusal: null },
+        logprobs: null,
+        finish_reason: c.finish,
+      })),
       usage,
     }),
-    opening: (id, created) => [chunk(id, created, { role: 'assistant', content: '' }, null)],
-    token: (id, created, text) => chunk(id, created, { content: text }, null),
-    closing: (id, created) => chunk(id, created, {}, 'length'),
+    opening: (id, created, index) => [chunk(id, created, index, { role: 'assistant', content: '' }, null)],
+    token: (id, created, index, text) => chunk(id, created, index, { content: text }, null),
+    closing: (id, created, index, finish) => chunk(id, created, index, {}, finish),
     usage: (id, created, usage) => ({
       id,
       object: 'chat.completion.chunk',
@@ -54,6 +52,8 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
       idPrefix: 'chatcmpl',
       tokens: encodeChars(renderChat(body.messages)),
       maxTokens: body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS,
+      choices: body.n ?? 1,
+      stop: body.stop,
       stream: body.stream === true,
       includeUsage: body.stream_options?.include_usage === true,
       format,

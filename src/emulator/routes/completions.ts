@@ -6,18 +6,31 @@ import { completionSchema, DEFAULT_MAX_TOKENS } from '../schemas.ts';
 import { checkModel, type ResponseFormat, runGeneration } from './generate.ts';
 
 function completionFormat(model: string): ResponseFormat {
-  const chunk = (id: string, created: number, text: string, finish: string | null) => ({
+  const choice = (index: number, text: string, finish: string | null) => ({
+    index,
+    text,
+    logprobs: null,
+    finish_reason: finish,
+  });
+  const chunk = (id: string, created: number, index: number, text: string, finish: string | null) => ({
     id,
     object: 'text_completion',
     created,
     model,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finish }],
+    choices: [choice(index, text, finish)],
   });
   return {
-    full: (id, created, text, usage) => ({ ...chunk(id, created, text, 'length'), usage }),
+    full: (id, created, choices, usage) => ({
+      id,
+      object: 'text_completion',
+      created,
+      model,
+      choices: choices.map((c) => choice(c.index, c.text, c.finish)),
+      usage,
+    }),
     opening: () => [],
-    token: (id, created, text) => chunk(id, created, text, null),
-    closing: (id, created) => chunk(id, created, '', 'length'),
+    token: (id, created, index, text) => chunk(id, created, index, text, null),
+    closing: (id, created, index, finish) => chunk(id, created, index, '', finish),
     usage: (id, created, usage) => ({ id, object: 'text_completion', created, model, choices: [], usage }),
   };
 }
@@ -32,6 +45,8 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
       idPrefix: 'cmpl',
       tokens: encodeChars(body.prompt),
       maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
+      choices: body.n ?? 1,
+      stop: body.stop,
       stream: body.stream === true,
       includeUsage: body.stream_options?.include_usage === true,
       format,

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { Tokens } from '../../core/types.ts';
 import type { EngineFinish } from '../../engine/types.ts';
+import { stopStrings } from '../../text/chat-content.ts';
 import type { ServerContext } from '../context.ts';
 import { HttpError } from '../errors.ts';
-import { generatedText, generatedToken } from '../text.ts';
+import { type ChoicePlan, generatedText, generatedToken, planChoice } from '../text.ts';
 
 export interface Usage {
   prompt_tokens: number;
@@ -12,16 +14,23 @@ export interface Usage {
   prompt_tokens_details: { cached_tokens: number };
 }
 
+/** One finished choice of a non-streaming answer. */
+export interface FinishedChoice {
+  readonly index: number;
+  readonly text: string;
+  readonly finish: ChoicePlan['finish'];
+}
+
 /** How one endpoint shapes its responses. */
 export interface ResponseFormat {
   /** The non-streaming body. */
-  full(id: string, created: number, text: string, usage: Usage): unknown;
-  /** Chunks sent before the first token (chat: the role). */
-  opening(id: string, created: number): unknown[];
-  /** A chunk carrying one token's text. */
-  token(id: string, created: number, text: string): unknown;
-  /** The chunk carrying finish_reason. */
-  closing(id: string, created: number): unknown;
+  full(id: string, created: number, choices: readonly FinishedChoice[], usage: Usage): unknown;
+  /** Chunks sent for a choice before its first token (chat: the role). */
+  opening(id: string, created: number, index: number): unknown[];
+  /** A chunk carrying one token's text of choice `index`. */
+  token(id: string, created: number, index: number, text: string): unknown;
+  /** The chunk carrying choice `index`'s finish_reason. */
+  closing(id: string, created: number, index: number, finish: ChoicePlan['finish']): unknown;
   /** The usage-only chunk (stream_options.include_usage). */
   usage(id: string, created: number, usage: Usage): unknown;
 }
@@ -30,6 +39,9 @@ export interface GenerationJob {
   readonly idPrefix: string;
   readonly tokens: Tokens;
   readonly maxTokens: number;
+  /** Choices to generate (OpenAI's `n`); each is one engine request on the same prompt. */
+  readonly choices: number;
+  readonly stop: string | readonly string[] | null | undefined;
   readonly stream: boolean;
   readonly includeUsage: boolean;
   readonly format: ResponseFormat;
@@ -41,52 +53,81 @@ export function checkModel(ctx: ServerContext, model: string): void {
   }
 }
 
-function usageOf(finish: EngineFinish): Usage {
+/** Usage of a request's choices: the prompt once (as the first choice met the cache), outputs summed. */
+function usageOf(finishes: readonly EngineFinish[]): Usage {
+  const first = finishes[0]!;
+  const output = finishes.reduce((sum, f) => sum + f.outputTokens, 0);
   return {
-    prompt_tokens: finish.promptTokens,
-    completion_tokens: finish.outputTokens,
-    total_tokens: finish.promptTokens + finish.outputTokens,
-    prompt_tokens_details: { cached_tokens: finish.cachedTokens },
+    prompt_tokens: first.promptTokens,
+    completion_tokens: output,
+    total_tokens: first.promptTokens + output,
+    prompt_tokens_details: { cached_tokens: first.cachedTokens },
   };
 }
 
-/** Submit the job to the engine and answer, streaming or not; a client disconnect aborts it. */
+/**
+ * Submit the job to the engine (one engine request per choice) and answer, streaming or not; a
+ * client disconnect aborts every choice still running. Ids are random (`cmpl-<uuid>`), so replicas
+ * never answer with the same id.
+ */
 export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: GenerationJob): Promise<unknown> {
   if (job.tokens.length === 0) throw new HttpError(400, 'the prompt is empty', 'prompt', 'invalid_value');
-  const id = ctx.nextId(job.idPrefix);
+  const id = `${job.idPrefix}-${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);
   const { driver } = ctx;
+  const stops = stopStrings(job.stop);
+  // Each choice generates its own text (the filler shifted by its index).
+  const plans = Array.from({ length: job.choices }, (_, k) =>
+    planChoice(job.maxTokens, ctx.textOffset + k, stops),
+  );
+  const engineId = (k: number) => (job.choices === 1 ? id : `${id}.${k}`);
+  const finishes: (EngineFinish | undefined)[] = plans.map(() => undefined);
+  let remaining = job.choices;
   let done = false;
+  const abortAll = () => {
+    if (done) return;
+    done = true;
+    for (let k = 0; k < job.choices; k++) if (finishes[k] === undefined) driver.abort(engineId(k));
+  };
+  /** Submit every choice; if one is refused, the ones already submitted are withdrawn. */
+  const submitAll = (listener: (k: number) => Parameters<typeof driver.submit>[3]) => {
+    for (let k = 0; k < job.choices; k++) {
+      try {
+        driver.submit(engineId(k), job.tokens, plans[k]!.tokens, listener(k));
+      } catch (error) {
+        for (let j = 0; j < k; j++) driver.abort(engineId(j));
+        throw submitError(error);
+      }
+    }
+  };
 
   if (!job.stream) {
     return new Promise((resolve, reject) => {
+      // The response closing before the answer means the client is gone: abort the request.
       const onClose = () => {
-        if (!done) {
-          done = true;
-          driver.abort(id);
-          resolve(undefined);
-        }
+        if (done) return;
+        abortAll();
+        resolve(undefined);
       };
       try {
-        driver.submit(id, job.tokens, job.maxTokens, {
+        submitAll((k) => ({
           onFinish(finish) {
+            finishes[k] = finish;
+            if (--remaining > 0) return;
             done = true;
             reply.raw.off('close', onClose);
-            resolve(
-              job.format.full(
-                id,
-                created,
-                generatedText(finish.outputTokens, ctx.textOffset),
-                usageOf(finish),
-              ),
-            );
+            const choices = plans.map((p, index) => ({
+              index,
+              text: generatedText(p.visible, ctx.textOffset + index),
+              finish: p.finish,
+            }));
+            resolve(job.format.full(id, created, choices, usageOf(finishes as EngineFinish[])));
           },
-        });
+        }));
       } catch (error) {
-        reject(submitError(error));
+        reject(error);
         return;
       }
-      // The response closing before the answer means the client is gone: abort the request.
       reply.raw.on('close', onClose);
     });
   }
@@ -98,37 +139,42 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
   };
   // A stalled stream (--stall-after) sends its first `limit` tokens, then nothing, and stays open.
   const limit = ctx.faults.streamLimit();
-  try {
-    driver.submit(id, job.tokens, job.maxTokens, {
-      onToken(index) {
-        if (index < limit) {
-          write(job.format.token(id, created, String.fromCodePoint(generatedToken(index, ctx.textOffset))));
-        } else if (index === limit) ctx.faults.hold(raw);
-      },
-      onFinish(finish) {
-        done = true;
-        if (finish.outputTokens > limit) return;
-        write(job.format.closing(id, created));
-        if (job.includeUsage) write(job.format.usage(id, created, usageOf(finish)));
-        if (!raw.destroyed && !raw.writableEnded) raw.end('data: [DONE]\n\n');
-      },
-    });
-  } catch (error) {
-    throw submitError(error);
-  }
+  let stalled = false;
+  submitAll((k) => ({
+    onToken(index) {
+      if (index >= limit) {
+        if (index === limit) ctx.faults.hold(raw);
+        stalled = true;
+        return;
+      }
+      // Characters of a stop string (and after) are never sent.
+      if (index < plans[k]!.visible)
+        write(
+          job.format.token(id, created, k, String.fromCodePoint(generatedToken(index, ctx.textOffset + k))),
+        );
+    },
+    onFinish(finish) {
+      finishes[k] = finish;
+      remaining--;
+      if (stalled) {
+        if (remaining === 0) done = true;
+        return;
+      }
+      write(job.format.closing(id, created, k, plans[k]!.finish));
+      if (remaining > 0) return;
+      done = true;
+      if (job.includeUsage) write(job.format.usage(id, created, usageOf(finishes as EngineFinish[])));
+      if (!raw.destroyed && !raw.writableEnded) raw.end('data: [DONE]\n\n');
+    },
+  }));
   reply.hijack();
   raw.writeHead(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
   });
-  for (const chunk of job.format.opening(id, created)) write(chunk);
-  raw.on('close', () => {
-    if (!done) {
-      done = true;
-      driver.abort(id);
-    }
-  });
+  for (let k = 0; k < job.choices; k++) for (const chunk of job.format.opening(id, created, k)) write(chunk);
+  raw.on('close', abortAll);
   return Promise.resolve(reply);
 }
 
