@@ -1,14 +1,15 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { experiments, findExperiment } from '../experiments/registry.ts';
 import { renderReport } from '../experiments/report.ts';
 import { runCells } from '../experiments/runner.ts';
+import { ensureWritableDir } from './out-dir.ts';
 import { nonNegativeInt, positiveInt } from './parse.ts';
 import { writePlot } from './plot-files.ts';
 
 interface ExperimentFlags {
-  requests: number;
+  requests?: number;
   seed: number;
   only?: string;
   out?: string;
@@ -22,7 +23,11 @@ export function registerExperiment(program: Command): void {
       `run a paper experiment in the simulator and write a Markdown report (${experiments.map((e) => e.name).join(', ')})`,
     )
     .argument('<name>', 'experiment name')
-    .option('--requests <n>', 'requests per simulation', positiveInt, 1500)
+    .option(
+      '--requests <n>',
+      `requests per simulation (default: the size of the committed report: ${experiments.map((e) => `${e.name} ${e.defaultRequests}`).join(', ')})`,
+      positiveInt,
+    )
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--only <list>', 'comma list of series (policies or ablation steps) to run')
     .option('--out <dir>', 'report folder (default docs/results/<name>)')
@@ -32,12 +37,15 @@ export function registerExperiment(program: Command): void {
 
 async function runExperiment(name: string, flags: ExperimentFlags): Promise<void> {
   const experiment = findExperiment(name);
+  const requests = flags.requests ?? experiment.defaultRequests;
+  const out = flags.out ?? join('docs', 'results', name);
+  await ensureWritableDir(out, '--out');
   const only = flags.only?.split(',').map((s) => s.trim());
   for (const [old, renamed] of Object.entries(experiment.renamedSeries ?? {})) {
     if (flags.only?.includes(old)) throw new Error(`--only: series '${old}' was renamed '${renamed}'`);
   }
   const cells = experiment.cells({
-    requests: flags.requests,
+    requests,
     seed: flags.seed,
     ...(only === undefined ? {} : { only }),
     ...(flags.azure === undefined ? {} : { azureTrace: flags.azure }),
@@ -49,14 +57,11 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
       `[${done}/${total}] ${cell.panel} | ${cell.series} @ ${cell.spec.rps} rps (${Math.round((Date.now() - started) / 1000)} s)\n`,
     ),
   );
-  const out = flags.out ?? join('docs', 'results', name);
-  await mkdir(out, { recursive: true });
-  const command = ['preble experiment', name, `--requests ${flags.requests}`, `--seed ${flags.seed}`]
+  const command = ['preble experiment', name, `--requests ${requests}`, `--seed ${flags.seed}`]
     .concat(flags.only === undefined ? [] : [`--only ${flags.only}`])
     .join(' ');
   const { markdown, plots } = renderReport(experiment, results, {
     command,
-    date: new Date().toISOString().slice(0, 10),
   });
   for (const plot of plots) await writePlot(out, plot);
   await writeFile(join(out, 'README.md'), markdown);

@@ -4,6 +4,7 @@ import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
+import { ensureWritableDir } from './out-dir.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { createProgress } from './progress.ts';
 import { addRegistryHelp } from './registry-help.ts';
@@ -104,6 +105,7 @@ async function sim(flags: SimFlags): Promise<void> {
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
+  if (flags.out !== undefined && flags.goodput === undefined) await ensureWritableDir(flags.out, '--out');
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
     throw new Error(
       `unknown queue policy '${flags.queuePolicy}'; valid: auto, ${queuePolicyNames.join(', ')}`,

@@ -34,6 +34,7 @@ export const ABLATION_RATES_PER_INSTANCE = [2, 4, 6] as const;
 
 export const ablation: Experiment = {
   name: 'ablation',
+  defaultRequests: 4000,
   title: 'Ablation (paper, Figure 5): Toolbench with Zipf-1.1 tools on 4 instances, one mechanism at a time',
   renamedSeries: {
     '+ rebalancing, autoscaling': '+ rebalancing and prefix replication',

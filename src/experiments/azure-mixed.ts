@@ -14,6 +14,7 @@ export const AZURE_MIXED_RATES_PER_INSTANCE = [1, 2, 3] as const;
 
 export const azureMixed: Experiment = {
   name: 'azure-mixed',
+  defaultRequests: 3000,
   title:
     "Azure arrivals (paper, Figure 4): Toolbench and VideoQA mixed, with the Azure trace's arrival pattern, on 4 instances",
   cells(options: ExperimentOptions): Cell[] {

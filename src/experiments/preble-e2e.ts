@@ -43,6 +43,7 @@ export const WORKLOADS = ['toolbench', 'embodied-agent', 'programming', 'video-q
 
 export const prebleE2e: Experiment = {
   name: 'preble-e2e',
+  defaultRequests: 3000,
   title: "Preble's end-to-end grid (paper, Figure 3): five workloads, three clusters, every global policy",
   cells(options: ExperimentOptions): Cell[] {
     const policies = globalPolicyNames.filter((p) => options.only === undefined || options.only.includes(p));

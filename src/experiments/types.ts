@@ -29,6 +29,8 @@ export interface ExperimentOptions {
 export interface Experiment {
   readonly name: string;
   readonly title: string;
+  /** Requests per simulation when `--requests` is not given: the size its committed report was made with. */
+  readonly defaultRequests: number;
   cells(options: ExperimentOptions): Cell[];
   /** Series renamed since a release: old name -> new name (`--only` refuses the old one with a hint). */
   readonly renamedSeries?: Readonly<Record<string, string>>;
