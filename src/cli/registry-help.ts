@@ -8,12 +8,12 @@ type Registry = 'policies' | 'queuePolicies' | 'presets' | 'workloads';
 
 const SECTIONS: Record<Registry, { title: string; lines: () => string[] }> = {
   policies: {
-    title: 'Global policies (--policy), with their options and defaults',
+    title: 'Global policies, with their options and defaults',
     lines: describeGlobalPolicies,
   },
-  queuePolicies: { title: 'Replica queue policies (--queue-policy)', lines: describeQueuePolicies },
-  presets: { title: 'Cost-model presets (--model)', lines: describeCostModelPresets },
-  workloads: { title: 'Workloads (--workload)', lines: describeWorkloads },
+  queuePolicies: { title: 'Replica queue policies', lines: describeQueuePolicies },
+  presets: { title: 'Cost-model presets', lines: describeCostModelPresets },
+  workloads: { title: 'Workloads', lines: describeWorkloads },
 };
 
 /** Lists the valid values of the command's plugin flags after its options, read from the registries. */

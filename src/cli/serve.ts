@@ -11,6 +11,7 @@ import {
 import { createGateway } from '../gateway/server.ts';
 import { loadLocalTokenizer } from '../text/tokenizer-mode.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
+import { addRegistryHelp } from './registry-help.ts';
 
 /** Flags override the config file; none has a default here, so the schema's defaults apply once. */
 interface ServeFlags {
@@ -36,7 +37,7 @@ interface ServeFlags {
 }
 
 export function registerServe(program: Command): void {
-  program
+  const command = program
     .command('serve')
     .description('OpenAI-compatible gateway that routes each request to a replica with a global policy')
     .option('--config <file>', 'YAML config (see docs/gateway.md); flags override its values')
@@ -79,6 +80,7 @@ export function registerServe(program: Command): void {
     .option('--log-bodies', 'log prompts at debug level (they may hold personal data)')
     .option('--process-metrics', "add Node's process metrics (heap, CPU, event loop) to /metrics")
     .action((flags: ServeFlags) => serve(flags));
+  addRegistryHelp(command, ['policies', 'presets']);
 }
 
 /** The config file with the flags laid over it, validated as one (errors name the field). */
@@ -129,7 +131,8 @@ async function serve(flags: ServeFlags): Promise<void> {
     config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },
   );
   // One policy per model's pool of replicas; an unknown name fails here, at start-up.
-  const createPolicy = () => createGlobalPolicy(config.policy, { costModel, seed: config.seed });
+  const createPolicy = () =>
+    createGlobalPolicy(config.policy, { costModel, seed: config.seed }, config.policyOptions);
   createPolicy();
   const tokenizer = (await loadLocalTokenizer(config.tokenizer)) ?? 'backend';
   const keys = config.auth.keys.map((k, i) => ({

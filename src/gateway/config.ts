@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { checkPolicyOptions } from '../core/policies/registry.ts';
 import { firstIssue } from '../util/zod-issue.ts';
 
 /** The request shapes and metric names of the engines the gateway can stand in front of. */
@@ -44,6 +45,8 @@ export const gatewayConfigSchema = z
     host: z.string().min(1).default('127.0.0.1'),
     port: z.number().int().min(0).max(65535),
     policy: z.string().min(1).default('e2'),
+    /** The policy's options over its defaults (`preble sim --help` lists each policy's). */
+    policyOptions: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])).default({}),
     costModel: z.string().min(1).default('mistral-7b-a6000'),
     kvTokens: positiveCount.optional(),
     /** The model every replica without its own `model` serves; absent: each replica's /v1/models says. */
@@ -120,7 +123,20 @@ export const gatewayConfigSchema = z
     /** Log prompts and completions (debug only: they may hold personal data). */
     logBodies: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    // The registry checks names (renamed ones get a hint) and types against the policy's defaults.
+    try {
+      checkPolicyOptions(config.policy, config.policyOptions);
+    } catch (error) {
+      const path = /option '([^']+)'/.exec((error as Error).message)?.[1];
+      ctx.addIssue({
+        code: 'custom',
+        path: path === undefined ? ['policy'] : ['policyOptions', path],
+        message: (error as Error).message,
+      });
+    }
+  });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type ReplicaConfig = z.infer<typeof replicaSchema>;

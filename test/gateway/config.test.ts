@@ -14,6 +14,13 @@ test('a minimal config gets every default, bare URLs become preble replicas', ()
   assert.equal(c.breaker.failureThreshold, 3);
   assert.deepEqual(c.replicas, [{ url: 'http://127.0.0.1:9000', dialect: 'preble' }]);
   assert.equal(c.logBodies, false);
+  assert.deepEqual(c.policyOptions, {});
+  const tuned = parseGatewayConfig({
+    port: 1,
+    policy: 'e2',
+    policyOptions: { phaseMix: false, windowSeconds: 60 },
+  });
+  assert.deepEqual(tuned.policyOptions, { phaseMix: false, windowSeconds: 60 });
 });
 
 test('config errors are one line naming the field', () => {
@@ -25,6 +32,19 @@ test('config errors are one line naming the field', () => {
     [{ port: 1, limtis: {} }, /^f: \(top level\): .*limtis/],
     [{ port: 1, auth: { adminKey: 'short' } }, /^f: auth\.adminKey: must be at least 16 characters$/],
     [{ port: 1, auth: { keys: [{ name: 'a' }] } }, /^f: auth\.keys\.0: give exactly one of key, keyEnv$/],
+    [{ port: 1, policy: 'nope' }, /^f: policy: unknown policy 'nope'; valid policies: e2, /],
+    [
+      { port: 1, policyOptions: { autoscale: false } },
+      /^f: policyOptions\.autoscale: e2 option 'autoscale' was renamed 'prefixReplication'$/,
+    ],
+    [
+      { port: 1, policyOptions: { windowSeconds: 'long' } },
+      /^f: policyOptions\.windowSeconds: .*must be a number/,
+    ],
+    [
+      { port: 1, policy: 'round-robin', policyOptions: { seed: 1 } },
+      /^f: policyOptions\.seed: unknown round-robin option 'seed'; round-robin has no options$/,
+    ],
   ];
   for (const [raw, pattern] of cases) {
     assert.throws(
