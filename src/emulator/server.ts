@@ -53,7 +53,10 @@ export interface EngineServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** An emulated replica: one Engine on a wall clock behind an OpenAI-compatible Fastify server. */
+/**
+ * An emulated replica (what `preble engine` serves; the folder is `emulator` because `src/engine` is the
+ * pure engine model it runs): one Engine on a wall clock behind an OpenAI-compatible Fastify server.
+ */
 export function createEngineServer(options: EngineServerOptions = {}): EngineServer {
   const model = options.model ?? DEFAULT_MODEL;
   const queuePolicy = options.queuePolicy ?? DEFAULT_QUEUE_POLICY;
