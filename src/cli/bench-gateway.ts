@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { startFakeUpstream } from '../bench/fake-upstream.ts';
-import { maxRate, openLoop } from '../bench/gateway-load.ts';
+import { benchPrompt, maxRate, openLoop, SHORT_PROMPT } from '../bench/gateway-load.ts';
 import { startPreble } from '../bench/preble-process.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
@@ -9,6 +9,8 @@ interface BenchGatewayFlags {
   rps: number;
   seconds: number;
   concurrency: number;
+  tokenizer: string;
+  promptChars?: number;
   json?: boolean;
 }
 
@@ -30,23 +32,43 @@ export function registerBenchGateway(bench: Command): void {
     .option('--rps <r>', 'open-loop rate for the latency comparison', positiveNumber, 500)
     .option('--seconds <s>', 'duration of each measurement', positiveNumber, 5)
     .option('--concurrency <n>', 'closed-loop clients for the highest rate', positiveInt, 64)
+    .option('--tokenizer <mode>', "the gateway's --tokenizer: chars or hf:PATH", 'chars')
+    .option(
+      '--prompt-chars <n>',
+      'prompt length in characters (English words; default: a 59-character question)',
+      positiveInt,
+    )
     .option('--json', 'print one JSON object on stdout')
     .action((flags: BenchGatewayFlags) => benchGateway(flags));
 }
 
 async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
   const upstream = await startPreble(['bench', 'upstream', '--port', '0']);
-  const gateway = await startPreble(['serve', '--port', '0', '--replica', upstream.url, '--policy', 'e2']);
+  const prompt = flags.promptChars === undefined ? SHORT_PROMPT : benchPrompt(flags.promptChars);
+  const gateway = await startPreble([
+    'serve',
+    '--port',
+    '0',
+    '--replica',
+    upstream.url,
+    '--policy',
+    'e2',
+    '--tokenizer',
+    flags.tokenizer,
+  ]).catch(async (error: unknown) => {
+    await upstream.stop();
+    throw error;
+  });
   try {
     const rows = [];
     for (const stream of [false, true]) {
       process.stderr.write(
         `${stream ? 'streaming' : 'non-streaming'}: direct, through the gateway, highest rate...\n`,
       );
-      await openLoop(gateway.url, 100, 1, stream); // warm both processes up
-      const direct = await openLoop(upstream.url, flags.rps, flags.seconds, stream);
-      const through = await openLoop(gateway.url, flags.rps, flags.seconds, stream);
-      const rate = await maxRate(gateway.url, flags.concurrency, flags.seconds, stream);
+      await openLoop(gateway.url, Math.min(100, flags.rps), 1, stream, prompt); // warm both processes up
+      const direct = await openLoop(upstream.url, flags.rps, flags.seconds, stream, prompt);
+      const through = await openLoop(gateway.url, flags.rps, flags.seconds, stream, prompt);
+      const rate = await maxRate(gateway.url, flags.concurrency, flags.seconds, stream, prompt);
       rows.push({
         mode: stream ? 'streaming' : 'non-streaming',
         directP50Ms: direct.p50,
@@ -60,7 +82,14 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
     }
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ rps: flags.rps, seconds: flags.seconds, concurrency: flags.concurrency, results: rows })}\n`,
+        `${JSON.stringify({
+          rps: flags.rps,
+          seconds: flags.seconds,
+          concurrency: flags.concurrency,
+          tokenizer: flags.tokenizer,
+          promptChars: prompt.length,
+          results: rows,
+        })}\n`,
       );
       return;
     }
@@ -75,7 +104,7 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
           fixed(r.addedP99Ms, 2),
           Math.round(r.maxRequestsPerSec),
         ]),
-      )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once)\n`,
+      )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once; tokenizer ${flags.tokenizer}, ${prompt.length}-character prompts)\n`,
     );
   } finally {
     await gateway.stop();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { benchPrompt } from '../../src/bench/gateway-load.ts';
 import { runCli } from './run-cli.ts';
 
 test('bench gateway runs a short measurement end to end and stops its processes', () => {
@@ -16,4 +17,32 @@ test('bench gateway runs a short measurement end to end and stops its processes'
     assert.ok(x.gatewayP50Ms > 0);
     assert.ok(x.maxRequestsPerSec > 0);
   }
+});
+
+test('bench gateway passes --tokenizer to the gateway and sends prompts of --prompt-chars characters', () => {
+  const r = runCli([
+    'bench',
+    'gateway',
+    '--rps',
+    '20',
+    '--seconds',
+    '0.2',
+    '--concurrency',
+    '2',
+    '--tokenizer',
+    'hf:test/fixtures/hf-tokenizer',
+    '--prompt-chars',
+    '2000',
+    '--json',
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { tokenizer: string; promptChars: number; results: unknown[] };
+  assert.equal(out.tokenizer, 'hf:test/fixtures/hf-tokenizer');
+  assert.equal(out.promptChars, 2000);
+  assert.equal(out.results.length, 2);
+});
+
+test('benchPrompt gives exactly the asked length, in words', () => {
+  for (const n of [1, 10, 59, 1000, 10_000]) assert.equal(benchPrompt(n).length, n);
+  assert.match(benchPrompt(200), /^(\w+ )+\w*$/);
 });
