@@ -26,6 +26,7 @@ interface ServeFlags {
   seed?: number;
   poll?: number;
   tokenizer?: string;
+  tokenizerThreads?: number;
   maxConcurrent?: number;
   maxQueue?: number;
   adminKeyEnv?: string;
@@ -62,6 +63,11 @@ export function registerServe(program: Command): void {
     .option(
       '--tokenizer <mode>',
       "chars (default), backend (the replicas' /tokenize) or hf:PATH (a tokenizer.json)",
+    )
+    .option(
+      '--tokenizer-threads <n>',
+      'hf:PATH: threads encoding long prompts off the event loop (0: none; default: spare cores, 1-4)',
+      nonNegativeInt,
     )
     .option('--max-concurrent <n>', 'requests forwarded at once (default: no limit)', positiveInt)
     .option(
@@ -102,6 +108,7 @@ export function serveConfig(flags: ServeFlags): GatewayConfig {
   set('seed', flags.seed);
   set('pollSeconds', flags.poll);
   set('tokenizer', flags.tokenizer);
+  set('tokenizerThreads', flags.tokenizerThreads);
   set('logLevel', flags.logLevel);
   set('logBodies', flags.logBodies);
   if (flags.replica.length > 0) {
@@ -129,7 +136,6 @@ async function serve(flags: ServeFlags): Promise<void> {
     config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },
   );
   const policy = createGlobalPolicy(config.policy, { costModel, seed: config.seed });
-  const tokenizer = (await loadLocalTokenizer(config.tokenizer)) ?? 'backend';
   const keys = config.auth.keys.map((k, i) => ({
     name: k.name,
     key: resolveSecret(k.key, k.keyEnv, `auth.keys.${i}.keyEnv`, process.env)!,
@@ -142,6 +148,12 @@ async function serve(flags: ServeFlags): Promise<void> {
     'auth.adminKeyEnv',
     process.env,
   );
+  // Loaded last, so that no error above leaves its threads behind; the gateway closes it.
+  const tokenizer =
+    (await loadLocalTokenizer(
+      config.tokenizer,
+      config.tokenizerThreads === undefined ? {} : { threads: config.tokenizerThreads },
+    )) ?? 'backend';
   const gateway = createGateway({
     policy,
     replicas: normalizeReplicas(config),
@@ -162,7 +174,10 @@ async function serve(flags: ServeFlags): Promise<void> {
     processMetrics: flags.processMetrics === true,
     ...(config.model === undefined ? {} : { model: config.model }),
   });
-  const url = await gateway.listen(config.port, config.host);
+  const url = await gateway.listen(config.port, config.host).catch(async (error: unknown) => {
+    await gateway.close();
+    throw error;
+  });
   process.stdout.write(`listening on ${url}\n`);
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {

@@ -15,4 +15,6 @@ export interface PromptTokenizer {
   /** The mode's name as the CLI spells it (for logs and errors). */
   readonly name: string;
   tokenize(input: PromptInput): Promise<Tokens>;
+  /** Release what the tokenizer holds (the hf pool's threads); the gateway calls it when it stops. */
+  close?(): Promise<void>;
 }
