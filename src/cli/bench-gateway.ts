@@ -10,6 +10,7 @@ interface BenchGatewayFlags {
   seconds: number;
   concurrency: number;
   tokenizer: string;
+  tokenizerThreads?: number;
   promptChars?: number;
   json?: boolean;
 }
@@ -34,6 +35,11 @@ export function registerBenchGateway(bench: Command): void {
     .option('--concurrency <n>', 'closed-loop clients for the highest rate', positiveInt, 64)
     .option('--tokenizer <mode>', "the gateway's --tokenizer: chars or hf:PATH", 'chars')
     .option(
+      '--tokenizer-threads <n>',
+      "the gateway's --tokenizer-threads (hf:PATH; 0: encode on the event loop)",
+      nonNegativeInt,
+    )
+    .option(
       '--prompt-chars <n>',
       'prompt length in characters (English words; default: a 59-character question)',
       positiveInt,
@@ -55,6 +61,7 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
     'e2',
     '--tokenizer',
     flags.tokenizer,
+    ...(flags.tokenizerThreads === undefined ? [] : ['--tokenizer-threads', String(flags.tokenizerThreads)]),
   ]).catch(async (error: unknown) => {
     await upstream.stop();
     throw error;
@@ -87,6 +94,7 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
           seconds: flags.seconds,
           concurrency: flags.concurrency,
           tokenizer: flags.tokenizer,
+          tokenizerThreads: flags.tokenizerThreads ?? null,
           promptChars: prompt.length,
           results: rows,
         })}\n`,
@@ -104,7 +112,7 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
           fixed(r.addedP99Ms, 2),
           Math.round(r.maxRequestsPerSec),
         ]),
-      )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once; tokenizer ${flags.tokenizer}, ${prompt.length}-character prompts)\n`,
+      )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once; tokenizer ${flags.tokenizer}${flags.tokenizerThreads === undefined ? '' : ` with ${flags.tokenizerThreads} threads`}, ${prompt.length}-character prompts)\n`,
     );
   } finally {
     await gateway.stop();

@@ -19,7 +19,7 @@ test('bench gateway runs a short measurement end to end and stops its processes'
   }
 });
 
-test('bench gateway passes --tokenizer to the gateway and sends prompts of --prompt-chars characters', () => {
+test('bench gateway passes --tokenizer and --tokenizer-threads to the gateway and sends prompts of --prompt-chars characters', () => {
   const r = runCli([
     'bench',
     'gateway',
@@ -31,13 +31,21 @@ test('bench gateway passes --tokenizer to the gateway and sends prompts of --pro
     '2',
     '--tokenizer',
     'hf:test/fixtures/hf-tokenizer',
+    '--tokenizer-threads',
+    '1',
     '--prompt-chars',
     '2000',
     '--json',
   ]);
   assert.equal(r.code, 0, r.stderr);
-  const out = JSON.parse(r.stdout) as { tokenizer: string; promptChars: number; results: unknown[] };
+  const out = JSON.parse(r.stdout) as {
+    tokenizer: string;
+    tokenizerThreads: number;
+    promptChars: number;
+    results: unknown[];
+  };
   assert.equal(out.tokenizer, 'hf:test/fixtures/hf-tokenizer');
+  assert.equal(out.tokenizerThreads, 1);
   assert.equal(out.promptChars, 2000);
   assert.equal(out.results.length, 2);
 });
