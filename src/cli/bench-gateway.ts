@@ -59,6 +59,7 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
     upstream.url,
     '--policy',
     'e2',
+    '--process-metrics',
     '--tokenizer',
     flags.tokenizer,
     ...(flags.tokenizerThreads === undefined ? [] : ['--tokenizer-threads', String(flags.tokenizerThreads)]),
@@ -74,7 +75,9 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
       );
       await openLoop(gateway.url, Math.min(100, flags.rps), 1, stream, prompt); // warm both processes up
       const direct = await openLoop(upstream.url, flags.rps, flags.seconds, stream, prompt);
+      await eventLoopLag(gateway.url); // reading resets the gateway's lag histogram
       const through = await openLoop(gateway.url, flags.rps, flags.seconds, stream, prompt);
+      const lag = await eventLoopLag(gateway.url);
       const rate = await maxRate(gateway.url, flags.concurrency, flags.seconds, stream, prompt);
       rows.push({
         mode: stream ? 'streaming' : 'non-streaming',
@@ -84,6 +87,8 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
         gatewayP99Ms: through.p99,
         addedP50Ms: through.p50 - direct.p50,
         addedP99Ms: through.p99 - direct.p99,
+        loopLagP99Ms: lag.p99,
+        loopLagMaxMs: lag.max,
         maxRequestsPerSec: rate,
       });
     }
@@ -103,19 +108,42 @@ async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
     }
     process.stdout.write(
       `${textTable(
-        ['mode', 'direct p50/p99 ms', 'gateway p50/p99 ms', 'added p50 ms', 'added p99 ms', 'max req/s'],
+        [
+          'mode',
+          'direct p50/p99 ms',
+          'gateway p50/p99 ms',
+          'added p50 ms',
+          'added p99 ms',
+          'loop lag p99/max ms',
+          'max req/s',
+        ],
         rows.map((r) => [
           r.mode,
           `${fixed(r.directP50Ms, 2)} / ${fixed(r.directP99Ms, 2)}`,
           `${fixed(r.gatewayP50Ms, 2)} / ${fixed(r.gatewayP99Ms, 2)}`,
           fixed(r.addedP50Ms, 2),
           fixed(r.addedP99Ms, 2),
+          `${fixed(r.loopLagP99Ms, 1)} / ${fixed(r.loopLagMaxMs, 1)}`,
           Math.round(r.maxRequestsPerSec),
         ]),
-      )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once; tokenizer ${flags.tokenizer}${flags.tokenizerThreads === undefined ? '' : ` with ${flags.tokenizerThreads} threads`}, ${prompt.length}-character prompts)\n`,
+      )}\n(latency at ${flags.rps} req/s open loop; max rate with ${flags.concurrency} concurrent clients; one upstream that answers at once; loop lag: how late the gateway's event loop ran during the open loop; tokenizer ${flags.tokenizer}${flags.tokenizerThreads === undefined ? '' : ` with ${flags.tokenizerThreads} threads`}, ${prompt.length}-character prompts)\n`,
     );
   } finally {
     await gateway.stop();
     await upstream.stop();
   }
+}
+
+/**
+ * The gateway's event-loop delay since the last call, in ms (p99 and max), from its `--process-metrics`:
+ * prom-client resets the delay histogram on every scrape.
+ */
+async function eventLoopLag(url: string): Promise<{ p99: number; max: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const read = (name: string) => {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    if (m === null) throw new Error(`the gateway's /metrics has no ${name}`);
+    return Number(m[1]) * 1000;
+  };
+  return { p99: read('nodejs_eventloop_lag_p99_seconds'), max: read('nodejs_eventloop_lag_max_seconds') };
 }

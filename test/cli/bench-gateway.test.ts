@@ -7,7 +7,7 @@ test('bench gateway runs a short measurement end to end and stops its processes'
   const r = runCli(['bench', 'gateway', '--rps', '50', '--seconds', '0.3', '--concurrency', '4', '--json']);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout) as {
-    results: { mode: string; gatewayP50Ms: number; maxRequestsPerSec: number }[];
+    results: { mode: string; gatewayP50Ms: number; loopLagP99Ms: number; maxRequestsPerSec: number }[];
   };
   assert.deepEqual(
     out.results.map((x) => x.mode),
@@ -16,6 +16,7 @@ test('bench gateway runs a short measurement end to end and stops its processes'
   for (const x of out.results) {
     assert.ok(x.gatewayP50Ms > 0);
     assert.ok(x.maxRequestsPerSec > 0);
+    assert.ok(Number.isFinite(x.loopLagP99Ms) && x.loopLagP99Ms >= 0);
   }
 });
 
