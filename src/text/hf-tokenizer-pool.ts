@@ -12,7 +12,7 @@ export interface PooledHfTokenizer extends HfPromptTokenizer {
   readonly threads: number;
   /** Threads running now: `threads` once started, 0 after `close`. */
   readonly liveThreads: number;
-  /** Prompts the threads have encoded so far (the others were encoded inline). */
+  /** Prompts sent to the threads so far (the others were encoded inline). */
   readonly offloaded: number;
   /** Prompts shorter than this (in characters) are encoded on the calling thread. */
   readonly inlineBelowChars: number;
@@ -24,6 +24,8 @@ export interface PoolOptions {
   readonly threads?: number;
   /** Prompts (a chat: its messages' contents together) shorter than this stay inline. Default `INLINE_BELOW_CHARS`. */
   readonly inlineBelowChars?: number;
+  /** Tests only: the path the threads load (default: `path`), to make them fail where the main thread does not. */
+  readonly threadPath?: string;
 }
 
 /**
@@ -46,8 +48,10 @@ const WORKER = fileURLToPath(new URL('./hf-tokenizer-worker.mjs', import.meta.ur
 /**
  * `loadHfTokenizer`, with long prompts encoded on a pool of worker threads (piscina) so that the
  * event loop keeps serving streams meanwhile. The file is loaded here first (its errors are thrown
- * here, as `loadHfTokenizer` throws them), then once by each thread when the pool starts them. The
- * threads run until `close`, which the gateway calls when it stops.
+ * here, as `loadHfTokenizer` throws them), then once by each thread as the pool starts them; this
+ * resolves once each has encoded a first prompt, and throws (with the pool stopped) if one cannot.
+ * Should every thread die later and none be restarted, prompts are encoded inline rather than wait.
+ * The threads run until `close`, which the gateway calls when it stops.
  */
 export async function loadPooledHfTokenizer(
   path: string,
@@ -58,7 +62,7 @@ export async function loadPooledHfTokenizer(
   if (!Number.isInteger(threads) || threads < 1)
     throw new Error(`tokenizer threads: at least 1, got ${threads}`);
   const inlineBelowChars = options.inlineBelowChars ?? INLINE_BELOW_CHARS;
-  const workerData: TokenizerThreadData = { path };
+  const workerData: TokenizerThreadData = { path: options.threadPath ?? path };
   const pool = new Piscina<PromptInput, Tokens>({
     filename: WORKER,
     workerData,
@@ -71,7 +75,21 @@ export async function loadPooledHfTokenizer(
     // hf-tokenizer-worker.mjs brings tsx itself where it is needed.
     execArgv: [],
   });
+  // A thread that fails with no task of its own reports it here; without a listener that would crash
+  // the process. Its tasks' callers get the error; with no thread left, tokenize encodes inline.
+  pool.on('error', () => {});
+  // Initial threads take tasks at once (they queue while the thread loads): one each starts them all.
+  const empty: PromptInput = { kind: 'completions', prompt: '' };
+  try {
+    await Promise.all(Array.from({ length: threads }, () => pool.run(empty)));
+  } catch (error) {
+    await pool.destroy();
+    throw new Error(
+      `${inline.name}: tokenizer threads failed to start (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
   let closed: Promise<void> | undefined;
+  let offloaded = 0;
   return {
     name: inline.name,
     chatTemplateFile: inline.chatTemplateFile,
@@ -81,11 +99,13 @@ export async function loadPooledHfTokenizer(
       return pool.threads.length;
     },
     get offloaded() {
-      return pool.completed;
+      return offloaded;
     },
     inlineBelowChars,
     async tokenize(input: PromptInput): Promise<Tokens> {
-      if (closed !== undefined || promptChars(input) < inlineBelowChars) return inline.tokenize(input);
+      if (closed !== undefined || promptChars(input) < inlineBelowChars || pool.threads.length === 0)
+        return inline.tokenize(input);
+      offloaded++;
       return pool.run(input);
     },
     close() {

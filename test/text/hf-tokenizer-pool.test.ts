@@ -130,3 +130,16 @@ test('bad thread counts and bad paths are refused before any thread starts', asy
   await assert.rejects(loadPooledHfTokenizer(FIXTURE, { threads: 0 }), /at least 1, got 0/);
   await assert.rejects(loadPooledHfTokenizer('test/fixtures/nowhere'), /nowhere: no such file/);
 });
+
+test('threads that cannot load the tokenizer fail the load, in one line naming the cause', async () => {
+  await assert.rejects(
+    loadPooledHfTokenizer(FIXTURE, { threads: 2, threadPath: 'test/fixtures/nowhere' }),
+    (e: unknown) => {
+      assert.ok(e instanceof Error);
+      assert.match(e.message, /^hf:test\/fixtures\/hf-tokenizer: tokenizer threads failed to start \(/);
+      assert.match(e.message, /nowhere: no such file/);
+      assert.ok(!e.message.includes('\n'));
+      return true;
+    },
+  );
+});
