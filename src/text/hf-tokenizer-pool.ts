@@ -22,9 +22,12 @@ export interface PooledHfTokenizer extends HfPromptTokenizer {
 export interface PoolOptions {
   /** Worker threads; default `defaultTokenizerThreads()`. */
   readonly threads?: number;
-  /** Prompts (a chat: its messages' contents together) shorter than this stay inline. Default `INLINE_BELOW_CHARS`. */
+  /**
+   * Prompts (a chat: its messages' roles and contents together) shorter than this stay inline.
+   * Default `INLINE_BELOW_CHARS`.
+   */
   readonly inlineBelowChars?: number;
-  /** Tests only: the path the threads load (default: `path`), to make them fail where the main thread does not. */
+  /** Tests only: the path the threads load (default: `path`), so that they can fail alone. */
   readonly threadPath?: string;
 }
 
