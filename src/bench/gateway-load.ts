@@ -2,22 +2,33 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { percentiles } from '../report/stats.ts';
 
-const BODY = (stream: boolean) =>
-  JSON.stringify({
-    model: 'm',
-    prompt: 'You are a helpful assistant. Answer briefly: what is 2 + 2?',
-    max_tokens: 3,
-    stream,
-  });
+/** The default prompt: short, so that the gateway's own overhead is what gets measured. */
+export const SHORT_PROMPT = 'You are a helpful assistant. Answer briefly: what is 2 + 2?';
+
+const WORDS =
+  'the quick brown fox jumps over a lazy dog while an assistant answers every user politely'.split(' ');
+
+/**
+ * A prompt of exactly `chars` characters made of English words (so that a BPE tokenizer merges as
+ * it would on real text, rather than seeing one repeated character).
+ */
+export function benchPrompt(chars: number): string {
+  let text = '';
+  for (let i = 0; text.length < chars; i++) text += `${WORDS[(i * 7) % WORDS.length]} `;
+  return text.slice(0, chars);
+}
+
+const body = (prompt: string, stream: boolean) =>
+  JSON.stringify({ model: 'm', prompt, max_tokens: 3, stream });
 
 /** One request, read to the end; returns its latency in milliseconds. */
-async function once(pool: Pool, stream: boolean): Promise<number> {
+async function once(pool: Pool, prompt: string, stream: boolean): Promise<number> {
   const t0 = performance.now();
   const res = await pool.request({
     path: '/v1/completions',
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: BODY(stream),
+    body: body(prompt, stream),
   });
   for await (const _ of res.body) {
     // drain
@@ -27,7 +38,13 @@ async function once(pool: Pool, stream: boolean): Promise<number> {
 }
 
 /** Open-loop load at `rps` for `seconds`: latency percentiles in milliseconds. */
-export async function openLoop(url: string, rps: number, seconds: number, stream: boolean) {
+export async function openLoop(
+  url: string,
+  rps: number,
+  seconds: number,
+  stream: boolean,
+  prompt = SHORT_PROMPT,
+) {
   const pool = new Pool(url, { connections: 256 });
   const n = Math.round(rps * seconds);
   const start = performance.now();
@@ -35,7 +52,7 @@ export async function openLoop(url: string, rps: number, seconds: number, stream
     Array.from({ length: n }, async (_, i) => {
       const wait = (i / rps) * 1000 - (performance.now() - start);
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      return once(pool, stream);
+      return once(pool, prompt, stream);
     }),
   );
   await pool.close();
@@ -48,6 +65,7 @@ export async function maxRate(
   concurrency: number,
   seconds: number,
   stream: boolean,
+  prompt = SHORT_PROMPT,
 ): Promise<number> {
   const pool = new Pool(url, { connections: concurrency });
   const end = performance.now() + seconds * 1000;
@@ -55,7 +73,7 @@ export async function maxRate(
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
-        await once(pool, stream);
+        await once(pool, prompt, stream);
         done++;
       }
     }),

@@ -27,6 +27,7 @@ interface ServeFlags {
   seed?: number;
   poll?: number;
   tokenizer?: string;
+  tokenizerThreads?: number;
   maxConcurrent?: number;
   maxQueue?: number;
   adminKeyEnv?: string;
@@ -63,6 +64,11 @@ export function registerServe(program: Command): void {
     .option(
       '--tokenizer <mode>',
       "chars (default), backend (the replicas' /tokenize) or hf:PATH (a tokenizer.json)",
+    )
+    .option(
+      '--tokenizer-threads <n>',
+      'hf:PATH: threads encoding long prompts off the event loop (0: none; default: spare cores, 1-4)',
+      nonNegativeInt,
     )
     .option('--max-concurrent <n>', 'requests forwarded at once (default: no limit)', positiveInt)
     .option(
@@ -104,6 +110,7 @@ export function serveConfig(flags: ServeFlags): GatewayConfig {
   set('seed', flags.seed);
   set('pollSeconds', flags.poll);
   set('tokenizer', flags.tokenizer);
+  set('tokenizerThreads', flags.tokenizerThreads);
   set('logLevel', flags.logLevel);
   set('logBodies', flags.logBodies);
   if (flags.replica.length > 0) {
@@ -134,7 +141,6 @@ async function serve(flags: ServeFlags): Promise<void> {
   const createPolicy = () =>
     createGlobalPolicy(config.policy, { costModel, seed: config.seed }, config.policyOptions);
   createPolicy();
-  const tokenizer = (await loadLocalTokenizer(config.tokenizer)) ?? 'backend';
   const keys = config.auth.keys.map((k, i) => ({
     name: k.name,
     key: resolveSecret(k.key, k.keyEnv, `auth.keys.${i}.keyEnv`, process.env)!,
@@ -147,6 +153,12 @@ async function serve(flags: ServeFlags): Promise<void> {
     'auth.adminKeyEnv',
     process.env,
   );
+  // Loaded last, so that no error above leaves its threads behind; the gateway closes it.
+  const tokenizer =
+    (await loadLocalTokenizer(
+      config.tokenizer,
+      config.tokenizerThreads === undefined ? {} : { threads: config.tokenizerThreads },
+    )) ?? 'backend';
   const gateway = createGateway({
     createPolicy,
     replicas: normalizeReplicas(config),
@@ -167,7 +179,10 @@ async function serve(flags: ServeFlags): Promise<void> {
     processMetrics: flags.processMetrics === true,
     ...(config.model === undefined ? {} : { model: config.model }),
   });
-  const url = await gateway.listen(config.port, config.host);
+  const url = await gateway.listen(config.port, config.host).catch(async (error: unknown) => {
+    await gateway.close();
+    throw error;
+  });
   process.stdout.write(`listening on ${url}\n`);
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {

@@ -54,6 +54,11 @@ export const gatewayConfigSchema = z
     seed: count.default(0),
     /** `chars`, `backend` (the replicas' /tokenize) or `hf:PATH` (a local tokenizer.json). */
     tokenizer: z.string().min(1).default('chars'),
+    /**
+     * `hf:PATH`: threads encoding long prompts off the event loop (0: none); absent: one per spare
+     * core, 1 to 4.
+     */
+    tokenizerThreads: count.optional(),
     pollSeconds: z.number().nonnegative().default(0.5),
     tickSeconds: seconds.default(1),
     timeScale: seconds.default(1),

@@ -46,7 +46,10 @@ export interface GatewayOptions {
   readonly timeScale?: number;
   /** Seconds between polls of the replicas' /metrics for load signals; 0 turns polling off. Default 0.5. */
   readonly pollSeconds?: number;
-  /** How prompts become token ids: a loaded tokenizer, or `backend` (the replicas' /tokenize). Default: chars. */
+  /**
+   * How prompts become token ids: a loaded tokenizer, or `backend` (the replicas' /tokenize). Default:
+   * chars. The gateway owns it: `close` closes it (the hf pool's threads stop).
+   */
   readonly tokenizer?: PromptTokenizer | 'backend';
   readonly limits?: Partial<GatewayConfig['limits']>;
   readonly timeouts?: Partial<GatewayConfig['timeouts']>;
@@ -141,7 +144,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     now,
   );
-  const tokenizer =
+  const tokenizer: PromptTokenizer =
     options.tokenizer === 'backend'
       ? new BackendTokenizer(replicas, timeouts.connectSeconds + 5)
       : (options.tokenizer ?? charsTokenizer);
@@ -300,6 +303,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         }
         clearTimeout(timer);
         await replicas.close();
+        await tokenizer.close?.();
       })();
       return closing;
     },

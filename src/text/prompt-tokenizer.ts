@@ -16,4 +16,6 @@ export interface PromptTokenizer {
   readonly name: string;
   /** `model`: the request's model (the `backend` mode asks a replica of that model). */
   tokenize(input: PromptInput, model?: string): Promise<Tokens>;
+  /** Release what the tokenizer holds (the hf pool's threads); the gateway calls it when it stops. */
+  close?(): Promise<void>;
 }

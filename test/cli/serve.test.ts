@@ -121,6 +121,37 @@ test('prompts never reach the logs, even at debug level, unless --log-bodies say
   }
 });
 
+test('preble serve with hf:PATH encodes long prompts on its threads and still exits 0 on SIGTERM', async () => {
+  const replica = await startFakeReplica('r0');
+  try {
+    const gateway = await startPreble([
+      'serve',
+      '--port',
+      '0',
+      '--replica',
+      replica.url,
+      '--tokenizer',
+      'hf:test/fixtures/hf-tokenizer',
+      '--tokenizer-threads',
+      '2',
+    ]);
+    for (const prompt of ['hello', 'hello world '.repeat(500)]) {
+      const res = await fetch(`${gateway.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', prompt }),
+      });
+      assert.equal(res.status, 200);
+      await res.text();
+    }
+    const exited = once(gateway.child, 'exit');
+    await gateway.stop();
+    assert.deepEqual(await exited, [0, null]);
+  } finally {
+    await replica.app.close();
+  }
+});
+
 test('preble serve refuses bad flags and config with one line naming the field', () => {
   const dir = mkdtempSync(join(tmpdir(), 'preble-serve-'));
   const bad = join(dir, 'bad.yaml');
@@ -137,6 +168,10 @@ test('preble serve refuses bad flags and config with one line naming the field',
     [['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--policy', 'nope'], /unknown policy/],
     [['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--dialect', 'tgi'], /replicas\.0\.dialect/],
     [['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--tokenizer', 'bpe'], /unknown tokenizer/],
+    [
+      ['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', '--tokenizer-threads', 'two'],
+      /--tokenizer-threads.*non-negative integer/,
+    ],
     [['serve', '--config', bad], /bad\.yaml: limits\.maxQueue: /],
     [['serve', '--config', noKey], /auth\.adminKeyEnv: environment variable PREBLE_TEST_UNSET_VAR is unset/],
     [['serve', '--config', join(dir, 'missing.yaml')], /cannot read config .*missing\.yaml/],

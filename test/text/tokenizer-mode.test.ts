@@ -26,12 +26,24 @@ test('other specs are refused in one line', () => {
 test('loadLocalTokenizer gives chars and hf tokenizers, and leaves backend to the gateway', async () => {
   assert.equal(await loadLocalTokenizer('chars'), charsTokenizer);
   assert.equal(await loadLocalTokenizer({ mode: 'backend' }), undefined);
-  const hf = await loadLocalTokenizer('hf:test/fixtures/hf-tokenizer');
-  assert.equal(hf?.name, 'hf:test/fixtures/hf-tokenizer');
-  assert.deepEqual(
-    Array.from((await hf?.tokenize({ kind: 'completions', prompt: 'hello' })) ?? []),
-    [1000, 259],
-  );
+  // hf: a thread pool by default (to be closed), all inline with threads: 0.
+  for (const threads of [undefined, 1, 0]) {
+    const hf = await loadLocalTokenizer(
+      'hf:test/fixtures/hf-tokenizer',
+      threads === undefined ? {} : { threads },
+    );
+    try {
+      assert.equal(hf?.name, 'hf:test/fixtures/hf-tokenizer');
+      assert.equal(hf?.close === undefined, threads === 0);
+      if (threads === 1) assert.equal((hf as { threads?: number }).threads, 1);
+      assert.deepEqual(
+        Array.from((await hf?.tokenize({ kind: 'completions', prompt: 'hello' })) ?? []),
+        [1000, 259],
+      );
+    } finally {
+      await hf?.close?.();
+    }
+  }
   await assert.rejects(
     loadLocalTokenizer('hf:test/fixtures/nowhere'),
     /test\/fixtures\/nowhere: no such file/,
