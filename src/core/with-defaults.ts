@@ -15,3 +15,9 @@ export function withDefaults<D extends object>(
   }
   return merged;
 }
+
+/** A registry row as one `--help` line: `name: summary [option=default, ...]`. */
+export function describeWithDefaults(name: string, summary: string, defaults: object): string {
+  const options = Object.entries(defaults).map(([k, v]) => `${k}=${String(v)}`);
+  return `${name}: ${summary}${options.length === 0 ? '' : ` [${options.join(', ')}]`}`;
+}

@@ -1,6 +1,6 @@
 import type { CostModel } from '../cost-model/types.ts';
 import type { GlobalPolicy } from '../types.ts';
-import { withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
 import { E2_DEFAULTS } from './e2/options.ts';
 import { E2Policy } from './e2/policy.ts';
@@ -206,7 +206,6 @@ export function parsePolicyOption(text: string): { policy: GlobalPolicyName; key
 export function describeGlobalPolicies(): string[] {
   return globalPolicyNames.map((name) => {
     const row = POLICIES[name] as PolicyEntry<object>;
-    const options = Object.entries(row.defaults).map(([k, v]) => `${k}=${String(v)}`);
-    return `${name}: ${row.summary}${options.length === 0 ? '' : ` [${options.join(', ')}]`}`;
+    return describeWithDefaults(name, row.summary, row.defaults);
   });
 }

@@ -1,4 +1,4 @@
-import { withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
 import { createLpmPolicy } from './lpm.ts';
@@ -74,7 +74,6 @@ export function createQueuePolicy(name: string, options: QueuePolicyOptions = {}
 export function describeQueuePolicies(): string[] {
   return queuePolicyNames.map((name) => {
     const row = QUEUE_POLICIES[name] as QueuePolicyEntry<object>;
-    const options = Object.entries(row.defaults).map(([k, v]) => `${k}=${String(v)}`);
-    return `${name}: ${row.summary}${options.length === 0 ? '' : ` [${options.join(', ')}]`}`;
+    return describeWithDefaults(name, row.summary, row.defaults);
   });
 }
