@@ -5,6 +5,7 @@ import {
   isQueuePolicyName,
   queuePolicyNames,
 } from '../../../src/core/replica-queue/index.ts';
+import { ctx, ids, req } from './helpers.ts';
 
 describe('createQueuePolicy', () => {
   it('creates every named policy', () => {
@@ -38,5 +39,23 @@ describe('createQueuePolicy', () => {
       }),
       5,
     );
+  });
+
+  it('takes an option given as undefined as its default, for every policy and option', () => {
+    const waiting = Array.from({ length: 40 }, (_, i) =>
+      req(`r${i}`, 100 + 37 * (i % 7), 20 * (i % 5), i * 0.5, i % 3 === 0 ? undefined : 64),
+    );
+    const context = ctx({ freeKvTokens: 2500, kvCapacityTokens: 4000, tokenBudget: 900, maxRequests: 12 });
+    const keys = ['groups', 'alpha', 'defaultMaxOutputTokens', 'maxContextTokens'] as const;
+    for (const name of queuePolicyNames) {
+      const reference = ids(createQueuePolicy(name).select(waiting, context));
+      for (const key of keys) {
+        assert.deepEqual(
+          ids(createQueuePolicy(name, { [key]: undefined }).select(waiting, context)),
+          reference,
+          `${name}.${key}`,
+        );
+      }
+    }
   });
 });
