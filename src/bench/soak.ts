@@ -102,8 +102,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         '',
       ].join('\n'),
     );
-    gateway = await startPreble(['serve', '--config', config, '--process-metrics'], 30_000, {
-      SOAK_KEY: KEY,
+    gateway = await startPreble(['serve', '--config', config, '--process-metrics'], {
+      env: { SOAK_KEY: KEY },
     });
     const pool = new Pool(gateway.url, { connections: 256 });
     const send = (r: SoakRequest) => outcomes.push(sendSoakRequest(pool, r));

@@ -2,8 +2,18 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runCli } from './run-cli.ts';
 
-test('bench gateway runs a short measurement end to end and stops its processes', () => {
-  const r = runCli(['bench', 'gateway', '--rps', '50', '--seconds', '0.3', '--concurrency', '4', '--json']);
+test('bench gateway runs a short measurement end to end and stops its processes', async () => {
+  const r = await runCli([
+    'bench',
+    'gateway',
+    '--rps',
+    '50',
+    '--seconds',
+    '0.3',
+    '--concurrency',
+    '4',
+    '--json',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout) as {
     results: { mode: string; gatewayP50Ms: number; maxRequestsPerSec: number }[];

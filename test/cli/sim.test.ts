@@ -36,8 +36,8 @@ function assertContract(r: Record<string, unknown>): void {
   );
 }
 
-test('preble sim --json prints the contract object for one policy and {results} for a list', () => {
-  const one = runCli([
+test('preble sim --json prints the contract object for one policy and {results} for a list', async () => {
+  const one = await runCli([
     'sim',
     '--workload',
     'toolbench',
@@ -56,7 +56,7 @@ test('preble sim --json prints the contract object for one policy and {results} 
   assertContract(r);
   assert.equal(r['policy'], 'e2');
   assert.equal(r['completed'], 120);
-  const many = runCli([
+  const many = await runCli([
     'sim',
     '--workload',
     'toolbench',
@@ -79,9 +79,9 @@ test('preble sim --json prints the contract object for one policy and {results} 
   for (const x of results) assertContract(x);
 });
 
-test('preble sim --out writes JSON, per-request CSV and plots', () => {
+test('preble sim --out writes JSON, per-request CSV and plots', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'preble-sim-'));
-  const r = runCli([
+  const r = await runCli([
     'sim',
     '--workload',
     'video-qa',
@@ -105,7 +105,7 @@ test('preble sim --out writes JSON, per-request CSV and plots', () => {
   assert.match(csv[0]!, /^id,workload,instance,branch,arrival/);
 });
 
-test('preble sim rejects bad input with one line', () => {
+test('preble sim rejects bad input with one line', async () => {
   for (const [args, reason] of [
     [['sim', '--workload', 'nope'], /unknown|valid/],
     [['sim', '--workload', 'toolbench', '--rps', '0'], /positive/],
@@ -113,7 +113,7 @@ test('preble sim rejects bad input with one line', () => {
     [['sim', '--workload', 'azure:/no/such/file.csv'], /no\/such|not found|ENOENT|cannot/i],
     [['sim'], /required option/],
   ] as const) {
-    const r = runCli(args);
+    const r = await runCli(args);
     assert.notEqual(r.code, 0, args.join(' '));
     assert.match(r.stderr, reason);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
