@@ -1,13 +1,6 @@
 import type { Command } from 'commander';
-import { costModelPreset } from '../core/cost-model/presets.ts';
-import { isQueuePolicyName } from '../core/local/factory.ts';
-import { parsePolicyList } from '../core/policies/registry.ts';
-import { runSimulation, type SimReport } from '../sim/run.ts';
+import type { SimReport } from '../sim/run.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
-import { createProgress } from './progress.ts';
-import { writeSimOutputs } from './sim-output.ts';
-import { simTable } from './sim-table.ts';
-import { workloadStream } from './workload-stream.ts';
 
 interface SimFlags {
   workload: string;
@@ -66,6 +59,20 @@ function parseRates(list: string): number[] {
 }
 
 async function sim(flags: SimFlags): Promise<void> {
+  // Loaded here rather than above, so `preble --help` and a bad flag answer at once.
+  const [{ costModelPreset }, { isQueuePolicyName }, { parsePolicyList }, { runSimulation }] =
+    await Promise.all([
+      import('../core/cost-model/presets.ts'),
+      import('../core/local/factory.ts'),
+      import('../core/policies/registry.ts'),
+      import('../sim/run.ts'),
+    ]);
+  const [{ createProgress }, { writeSimOutputs }, { simTable }, { workloadStream }] = await Promise.all([
+    import('./progress.ts'),
+    import('./sim-output.ts'),
+    import('./sim-table.ts'),
+    import('./workload-stream.ts'),
+  ]);
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
