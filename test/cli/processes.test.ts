@@ -54,6 +54,23 @@ function lineOf(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> 
   });
 }
 
+describe('waiting for a spawned preble process to be ready', () => {
+  it('a child that exits before its readiness line is reported with its stderr', async () => {
+    await assert.rejects(
+      startPreble(['engine', '--port', 'abc']),
+      /preble engine exited \(1\) before it was ready: error: option '--port <p>' argument 'abc' is invalid/,
+    );
+  });
+
+  it('a child that never prints its readiness line is killed at the bound, with a clear message', async () => {
+    // A simulation that runs for minutes and never listens: the bound (0.5 s here, minutes by default) ends it.
+    const started = startPreble(['sim', '--workload', 'toolbench', '--requests', '100000000'], {
+      readyTimeoutMs: 500,
+    });
+    await assert.rejects(started, /preble sim printed no readiness line within 0\.5 s \(hung\?\)/);
+  });
+});
+
 describe('spawned preble processes never outlive whoever started them', () => {
   it('SIGTERM to the launcher PID stops the engine: the launcher runs it in its own process', async () => {
     const engine = await startPreble(['engine', '--port', '0', '--time-scale', '1000']);
