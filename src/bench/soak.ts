@@ -62,6 +62,22 @@ function nextRequest(random: Random, n: number): SoakRequest {
   return { ...base, body: JSON.stringify(good) };
 }
 
+/** Start replica `index` again on its old port (the gateway's config names it by URL). */
+async function startEngineOnPort(index: number, port: string, log: (line: string) => void) {
+  const args = ['engine', '--port', port, '--time-scale', '20', '--seed', String(index)];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPreble(args);
+    } catch (error) {
+      // The freed port may have been taken meanwhile as the local port of an outgoing connection
+      // (replicas listen in the ephemeral range); such a socket is short-lived.
+      if (attempt >= 10 || !String(error).includes('EADDRINUSE')) throw error;
+      log(`replica ${index}: port ${port} is taken, retrying`);
+      await sleep(1000);
+    }
+  }
+}
+
 /**
  * A long mixed run against a real gateway process and replica processes: open-loop traffic with
  * bad requests and disconnects, bursts past the admission limit, and replicas killed (SIGKILL)
@@ -74,6 +90,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   let gateway: PrebleProcess | undefined;
   const outcomes: Promise<SoakOutcome>[] = [];
   let kills = 0;
+  /** Replicas killed and not yet running again, and their pending restarts. */
+  const down = new Set<number>();
+  const restarts: Promise<void>[] = [];
+  let restartFailure: Error | undefined;
   try {
     for (let i = 0; i < options.replicas; i++)
       engines.push(await startPreble(['engine', '--port', '0', '--time-scale', '20', '--seed', String(i)]));
@@ -102,8 +122,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         '',
       ].join('\n'),
     );
-    gateway = await startPreble(['serve', '--config', config, '--process-metrics'], 30_000, {
-      SOAK_KEY: KEY,
+    gateway = await startPreble(['serve', '--config', config, '--process-metrics'], {
+      env: { SOAK_KEY: KEY },
     });
     const pool = new Pool(gateway.url, { connections: 256 });
     const send = (r: SoakRequest) => outcomes.push(sendSoakRequest(pool, r));
@@ -114,38 +134,47 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     );
     const start = performance.now();
     let nextKill = options.killEverySeconds;
-    const downs: Promise<void>[] = [];
     let n = 0;
     while ((performance.now() - start) / 1000 < options.seconds) {
+      if (restartFailure !== undefined) throw restartFailure;
       const elapsed = (performance.now() - start) / 1000;
       if (elapsed >= nextKill) {
         nextKill += options.killEverySeconds;
-        const victim = random.int(0, engines.length - 1);
-        const port = new URL(engines[victim]!.url).port;
-        kills++;
-        log(`t=${elapsed.toFixed(1)} s: kill replica ${victim} (pid ${engines[victim]!.pid})`);
-        await engines[victim]!.stop('SIGKILL');
-        downs.push(
-          sleep(options.downSeconds * 1000).then(async () => {
-            engines[victim] = await startPreble([
-              'engine',
-              '--port',
-              port,
-              '--time-scale',
-              '20',
-              '--seed',
-              String(victim),
-            ]);
-            log(`replica ${victim} restarted on port ${port}`);
-          }),
-        );
+        // Only a replica that is up. One still down or starting again (a start is slow on a busy
+        // machine) must not be picked: its restart would be scheduled twice, two engines would
+        // race for its port, and the loser's EADDRINUSE used to end the run.
+        const up = engines.flatMap((_, i) => (down.has(i) ? [] : [i]));
+        if (up.length > 0) {
+          const victim = up[random.int(0, up.length - 1)]!;
+          const port = new URL(engines[victim]!.url).port;
+          kills++;
+          down.add(victim);
+          log(`t=${elapsed.toFixed(1)} s: kill replica ${victim} (pid ${engines[victim]!.pid})`);
+          await engines[victim]!.stop('SIGKILL');
+          // Handled at once: a failed restart ends the run (above) instead of going unhandled.
+          restarts.push(
+            sleep(options.downSeconds * 1000)
+              .then(() => startEngineOnPort(victim, port, log))
+              .then(
+                (engine) => {
+                  engines[victim] = engine;
+                  down.delete(victim);
+                  log(`replica ${victim} restarted on port ${port}`);
+                },
+                (error: unknown) => {
+                  restartFailure ??= error instanceof Error ? error : new Error(String(error));
+                },
+              ),
+          );
+        }
       }
       // Now and then a burst well past the admission limit.
       const burst = random.next() < 0.01 ? 4 * options.rps : 1;
       for (let k = 0; k < burst; k++) send(nextRequest(random, n++));
       await sleep(random.exponential(options.rps) * 1000);
     }
-    await Promise.all(downs);
+    await Promise.all(restarts);
+    if (restartFailure !== undefined) throw restartFailure;
     const results = await Promise.all(outcomes);
     await sleep(1000);
     const heapEnd = await gatewayGauge(gateway.url, 'nodejs_heap_size_used_bytes');
@@ -177,6 +206,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       heapEndMB: heapEnd / 2 ** 20,
     };
   } finally {
+    await Promise.all(restarts); // never rejects; a replica that starts now is stopped below
     await gateway?.stop();
     await Promise.all(engines.map((e) => e.stop('SIGKILL')));
   }

@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { startFakeUpstream } from '../bench/fake-upstream.ts';
-import { benchPrompt, maxRate, openLoop, SHORT_PROMPT } from '../bench/gateway-load.ts';
-import { startPreble } from '../bench/preble-process.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 
@@ -21,6 +18,7 @@ export function registerBenchGateway(bench: Command): void {
     .description('an OpenAI upstream that answers at once (for bench gateway)')
     .requiredOption('--port <n>', 'port (0: any free port)', nonNegativeInt)
     .action(async (flags: { port: number }) => {
+      const { startFakeUpstream } = await import('../bench/fake-upstream.ts');
       const { server, url } = await startFakeUpstream(flags.port);
       process.stdout.write(`listening on ${url}\n`);
       await new Promise<void>((resolve) => process.once('SIGTERM', () => server.close(() => resolve())));
@@ -49,6 +47,11 @@ export function registerBenchGateway(bench: Command): void {
 }
 
 async function benchGateway(flags: BenchGatewayFlags): Promise<void> {
+  // Loaded here rather than above, so `preble --help` and a bad flag answer at once.
+  const [{ benchPrompt, maxRate, openLoop, SHORT_PROMPT }, { startPreble }] = await Promise.all([
+    import('../bench/gateway-load.ts'),
+    import('../bench/preble-process.ts'),
+  ]);
   const upstream = await startPreble(['bench', 'upstream', '--port', '0']);
   const prompt = flags.promptChars === undefined ? SHORT_PROMPT : benchPrompt(flags.promptChars);
   const gateway = await startPreble([

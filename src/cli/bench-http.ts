@@ -1,10 +1,7 @@
 import type { Command } from 'commander';
-import { type HttpRecord, runHttpLoad } from '../bench/http-load.ts';
-import { renderTokens } from '../demo/render.ts';
-import { percentiles } from '../report/stats.ts';
+import type { HttpRecord } from '../bench/http-load.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
-import { workloadStream } from './workload-stream.ts';
 
 interface BenchHttpFlags {
   url: string;
@@ -39,6 +36,13 @@ export function registerBenchHttp(bench: Command): void {
 }
 
 async function benchHttp(flags: BenchHttpFlags): Promise<void> {
+  // Loaded here rather than above, so `preble --help` and a bad flag answer at once.
+  const [{ runHttpLoad }, { renderTokens }, { percentiles }, { workloadStream }] = await Promise.all([
+    import('../bench/http-load.ts'),
+    import('../demo/render.ts'),
+    import('../report/stats.ts'),
+    import('./workload-stream.ts'),
+  ]);
   new URL(flags.url); // a bad URL fails here with one line
   const stream = workloadStream(flags.workload, {
     requests: flags.requests,

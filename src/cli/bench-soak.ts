@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { runSoak } from '../bench/soak.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 
 interface BenchSoakFlags {
@@ -26,6 +25,7 @@ export function registerBenchSoak(bench: Command): void {
     .option('--seed <s>', 'seed of the traffic mix and the kills', nonNegativeInt, 0)
     .option('--json', 'print one JSON object on stdout')
     .action(async (flags: BenchSoakFlags) => {
+      const { runSoak } = await import('../bench/soak.ts'); // here, not above: --help stays quick
       const r = await runSoak({
         seconds: flags.seconds,
         rps: flags.rps,

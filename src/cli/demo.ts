@@ -1,20 +1,56 @@
 import type { Command } from 'commander';
-import { costModelPreset } from '../core/cost-model/presets.ts';
-import { parsePolicyList } from '../core/policies/registry.ts';
-import { type DemoOptions, type DemoResult, runDemo } from '../demo/demo.ts';
-import { emulatedFleet } from '../demo/emulated-fleet.ts';
-import { llamaFleet } from '../demo/llama-fleet.ts';
-import { renderTokens } from '../demo/render.ts';
-import { sharedPrefixRequests } from '../demo/shared-prefix.ts';
-import { isLlamaPreset } from '../real/gguf/presets.ts';
-import { ensureLlamaServer } from '../real/llama-build.ts';
-import { cachedModel } from '../real/model-cache.ts';
+import type { DemoOptions, DemoResult } from '../demo/demo.ts';
 import { fixed, textTable } from '../report/text-table.ts';
-import { runSimulation } from '../sim/run.ts';
-import { decodeChars } from '../text/chars-tokenizer.ts';
-import { createWorkload } from '../workloads/registry.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
+
+/** What the demo runs on, loaded when it runs rather than with the CLI (so `preble --help` answers at once). */
+async function load() {
+  const [
+    core,
+    policies,
+    demo,
+    emulated,
+    llama,
+    render,
+    sharedPrefix,
+    presets,
+    build,
+    modelCache,
+    sim,
+    chars,
+  ] = await Promise.all([
+    import('../core/cost-model/presets.ts'),
+    import('../core/policies/registry.ts'),
+    import('../demo/demo.ts'),
+    import('../demo/emulated-fleet.ts'),
+    import('../demo/llama-fleet.ts'),
+    import('../demo/render.ts'),
+    import('../demo/shared-prefix.ts'),
+    import('../real/gguf/presets.ts'),
+    import('../real/llama-build.ts'),
+    import('../real/model-cache.ts'),
+    import('../sim/run.ts'),
+    import('../text/chars-tokenizer.ts'),
+  ]);
+  const workloads = await import('../workloads/registry.ts');
+  return {
+    ...core,
+    ...policies,
+    ...demo,
+    ...emulated,
+    ...llama,
+    ...render,
+    ...sharedPrefix,
+    ...presets,
+    ...build,
+    ...modelCache,
+    ...sim,
+    ...chars,
+    ...workloads,
+  };
+}
+type Modules = Awaited<ReturnType<typeof load>>;
 
 interface DemoFlags {
   real?: boolean;
@@ -68,7 +104,16 @@ export function registerDemo(program: Command): void {
   addRegistryHelp(command, ['policies', 'presets', 'workloads']);
 }
 
-async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
+async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
+  const {
+    createWorkload,
+    renderTokens,
+    parsePolicyList,
+    emulatedFleet,
+    isLlamaPreset,
+    sharedPrefixRequests,
+  } = m;
+  const { ensureLlamaServer, cachedModel, decodeChars, llamaFleet } = m;
   const seed = flags.seed;
   if (flags.real !== true) {
     const requests = flags.requests ?? 300;
@@ -131,7 +176,8 @@ async function demoOptions(flags: DemoFlags): Promise<DemoOptions> {
 }
 
 /** The simulator's prediction for the same stream on the same number of replicas (real runs). */
-function predictedMeanLatency(options: DemoOptions, policy: string, slots: number): number {
+function predictedMeanLatency(options: DemoOptions, policy: string, slots: number, m: Modules): number {
+  const { runSimulation, costModelPreset } = m;
   const { report } = runSimulation({
     policy,
     workload: options.workload,
@@ -151,15 +197,16 @@ function predictedMeanLatency(options: DemoOptions, policy: string, slots: numbe
 }
 
 async function demo(flags: DemoFlags): Promise<void> {
-  const options = await demoOptions(flags);
-  const results = await runDemo(options, (r) =>
+  const m = await load();
+  const options = await demoOptions(flags, m);
+  const results = await m.runDemo(options, (r) =>
     process.stderr.write(
       `${r.policy}: mean latency ${r.latency.mean.toFixed(2)} s, hit rate ${r.cacheHitRate.toFixed(2)}\n`,
     ),
   );
   const real = flags.real === true;
   const predicted = real
-    ? results.map((r) => predictedMeanLatency(options, r.policy, flags.slots))
+    ? results.map((r) => predictedMeanLatency(options, r.policy, flags.slots, m))
     : undefined;
   if (flags.json) {
     const out = results.map((r, i) => (predicted === undefined ? r : { ...r, simMeanLatency: predicted[i] }));

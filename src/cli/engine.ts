@@ -1,6 +1,11 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { FAIL_STATUS_RANGE, HEALTH_STATUS_RANGE } from '../emulator/faults.ts';
-import { createEngineServer, DEFAULT_MODEL, DEFAULT_QUEUE_POLICY } from '../emulator/server.ts';
+import {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_MODEL,
+  DEFAULT_QUEUE_POLICY,
+  FAIL_STATUS_RANGE,
+  HEALTH_STATUS_RANGE,
+} from '../emulator/defaults.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
@@ -60,7 +65,7 @@ export function registerEngine(program: Command): void {
     )
     .option('--time-scale <x>', 'engine seconds per wall-clock second (>1 runs faster)', positiveNumber, 1)
     .option('--seed <s>', 'shifts the generated text and seeds --fail-rate', nonNegativeInt, 0)
-    .option('--body-limit <bytes>', 'largest request body', positiveInt, 4 * 1024 * 1024)
+    .option('--body-limit <bytes>', 'largest request body', positiveInt, DEFAULT_BODY_LIMIT)
     .option('--grace <s>', 'seconds in-flight requests get to finish on SIGTERM', positiveNumber, 5)
     // Fault injection, for reliability tests of a gateway in front of this replica. All off by default.
     .option(
@@ -99,6 +104,7 @@ export function registerEngine(program: Command): void {
 }
 
 async function runEngine(flags: EngineFlags): Promise<void> {
+  const { createEngineServer } = await import('../emulator/server.ts'); // here, not above: --help stays quick
   const server = createEngineServer({
     model: flags.model,
     kvTokens: flags.kvTokens,

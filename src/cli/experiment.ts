@@ -2,11 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { experiments, findExperiment } from '../experiments/registry.ts';
-import { renderReport } from '../experiments/report.ts';
-import { runCells } from '../experiments/runner.ts';
 import { ensureWritableDir } from './out-dir.ts';
 import { nonNegativeInt, positiveInt } from './parse.ts';
-import { writePlot } from './plot-files.ts';
 
 interface ExperimentFlags {
   requests?: number;
@@ -37,6 +34,12 @@ export function registerExperiment(program: Command): void {
 
 async function runExperiment(name: string, flags: ExperimentFlags): Promise<void> {
   const experiment = findExperiment(name);
+  // Loaded here rather than above (plots load vega), so `preble --help` and a bad flag answer at once.
+  const [{ renderReport }, { runCells }, { writePlot }] = await Promise.all([
+    import('../experiments/report.ts'),
+    import('../experiments/runner.ts'),
+    import('./plot-files.ts'),
+  ]);
   const requests = flags.requests ?? experiment.defaultRequests;
   const out = flags.out ?? join('docs', 'results', name);
   await ensureWritableDir(out, '--out');

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { watchParent } from '../util/child-group.ts';
 import { registerBenchGateway } from './bench-gateway.ts';
 import { registerBenchHttp } from './bench-http.ts';
 import { registerBenchMemory } from './bench-memory.ts';
@@ -22,7 +23,11 @@ function buildProgram(): Command {
     .description('Prefix-aware scheduling for LLM serving: the E2 scheduler, baselines, and their benchmarks')
     .version(version)
     .exitOverride()
-    .showHelpAfterError('(run with --help for usage)');
+    // Every error one line: commander's reason (with its "did you mean" hint folded in) and where to look.
+    .configureOutput({
+      outputError: (message, write) =>
+        write(`${message.trim().replace(/\s*\n\s*/g, ' ')} (run with --help for usage)\n`),
+    });
   const bench = program.command('bench').description('benchmarks').exitOverride();
   registerBenchScheduler(bench);
   registerBenchMemory(bench);
@@ -52,4 +57,5 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+watchParent(); // a child of another preble process (or of npm) ends with its parent
 process.exitCode = await main(process.argv);

@@ -1,11 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { writeGgufModel } from '../real/gguf/llama-model.ts';
 import { isLlamaPreset, type LlamaPresetName } from '../real/gguf/presets.ts';
-import { ensureLlamaServer } from '../real/llama-build.ts';
-import { cachedModel } from '../real/model-cache.ts';
-import { startLlamaReplicas } from '../real/replicas.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
 
 interface ModelFlags {
@@ -44,6 +40,7 @@ export function registerReplicas(program: Command): void {
     .command('build')
     .description('build llama-server (or reuse the cached one) and print its path')
     .action(async () => {
+      const { ensureLlamaServer } = await import('../real/llama-build.ts');
       process.stdout.write(`${await ensureLlamaServer({ onProgress: progress })}\n`);
     });
 
@@ -54,6 +51,7 @@ export function registerReplicas(program: Command): void {
     .option('--seed <s>', 'random seed (the same seed gives the same bytes)', nonNegativeInt, 0)
     .requiredOption('--out <file>', 'GGUF file to write')
     .action(async (flags: ModelFlags) => {
+      const { writeGgufModel } = await import('../real/gguf/llama-model.ts');
       const info = await writeGgufModel({ preset: flags.preset, seed: flags.seed, path: resolve(flags.out) });
       process.stdout.write(
         `${info.path}: ${flags.preset}, ${info.parameters} parameters, ${info.bytes} bytes\n`,
@@ -83,11 +81,16 @@ async function modelPath(flags: StartFlags): Promise<string> {
     if (!existsSync(path)) throw new Error(`--model: no such file: ${path}`);
     return path;
   }
+  const { cachedModel } = await import('../real/model-cache.ts');
   return cachedModel(flags.preset, flags.seed, progress);
 }
 
 async function startReplicas(flags: StartFlags): Promise<void> {
   const model = await modelPath(flags); // first: a bad --model should fail before a long build
+  const [{ ensureLlamaServer }, { startLlamaReplicas }] = await Promise.all([
+    import('../real/llama-build.ts'),
+    import('../real/replicas.ts'),
+  ]);
   const binary = await ensureLlamaServer({ onProgress: progress });
   const fleet = await startLlamaReplicas({
     binary,

@@ -1,15 +1,5 @@
 import type { Command } from 'commander';
-import { costModelPreset } from '../core/cost-model/presets.ts';
-import { createGlobalPolicy } from '../core/policies/registry.ts';
-import {
-  type GatewayConfig,
-  normalizeReplicas,
-  parseGatewayConfig,
-  readConfigFile,
-  resolveSecret,
-} from '../gateway/config.ts';
-import { createGateway } from '../gateway/server.ts';
-import { loadLocalTokenizer } from '../text/tokenizer-mode.ts';
+import type { GatewayConfig } from '../gateway/config.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
@@ -90,7 +80,9 @@ export function registerServe(program: Command): void {
 }
 
 /** The config file with the flags laid over it, validated as one (errors name the field). */
-export function serveConfig(flags: ServeFlags): GatewayConfig {
+export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
+  // Loaded here rather than above (as in serve), so `preble --help` and a bad flag answer at once.
+  const { parseGatewayConfig, readConfigFile } = await import('../gateway/config.ts');
   const raw: Record<string, unknown> = flags.config === undefined ? {} : readConfigFile(flags.config);
   const set = (key: string, value: unknown) => {
     if (value !== undefined) raw[key] = value;
@@ -132,7 +124,19 @@ export function serveConfig(flags: ServeFlags): GatewayConfig {
 }
 
 async function serve(flags: ServeFlags): Promise<void> {
-  const config = serveConfig(flags);
+  const config = await serveConfig(flags);
+  const [
+    { costModelPreset },
+    { createGlobalPolicy },
+    { normalizeReplicas, resolveSecret },
+    { createGateway },
+  ] = await Promise.all([
+    import('../core/cost-model/presets.ts'),
+    import('../core/policies/registry.ts'),
+    import('../gateway/config.ts'),
+    import('../gateway/server.ts'),
+  ]);
+  const { loadLocalTokenizer } = await import('../text/tokenizer-mode.ts');
   const costModel = costModelPreset(
     config.costModel,
     config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },

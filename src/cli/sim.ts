@@ -2,16 +2,11 @@ import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
-import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
+import type { SimReport, SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { ensureWritableDir } from './out-dir.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
-import { createProgress } from './progress.ts';
 import { addRegistryHelp } from './registry-help.ts';
-import { goodputTable, searchGoodput } from './sim-goodput.ts';
-import { writeSimOutputs } from './sim-output.ts';
-import { simTable } from './sim-table.ts';
-import { workloadStream } from './workload-stream.ts';
 
 interface SimFlags {
   workload: string;
@@ -102,6 +97,15 @@ function parseRates(list: string): number[] {
 }
 
 async function sim(flags: SimFlags): Promise<void> {
+  // The simulator, plots and progress bars load here rather than above, so `--help` answers at once.
+  const [{ runSimulation }, { createProgress }, { writeSimOutputs }, { simTable }, { workloadStream }] =
+    await Promise.all([
+      import('../sim/run.ts'),
+      import('./progress.ts'),
+      import('./sim-output.ts'),
+      import('./sim-table.ts'),
+      import('./workload-stream.ts'),
+    ]);
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
@@ -141,6 +145,7 @@ async function sim(flags: SimFlags): Promise<void> {
     if (flags.out !== undefined) throw new Error('--goodput writes no --out files; run the rates it finds');
     const stream = (rps: number) =>
       workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+    const { goodputTable, searchGoodput } = await import('./sim-goodput.ts');
     const results = policies.map((policy) =>
       searchGoodput((rps) => specFor(policy, rps, stream(rps)), { low: rates[0]!, target: flags.goodput! }),
     );

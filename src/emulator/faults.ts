@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { Random } from '../core/random.ts';
 import { firstIssue } from '../util/zod-issue.ts';
+import { FAIL_STATUS_RANGE, HEALTH_STATUS_RANGE } from './defaults.ts';
 import { errorBody } from './errors.ts';
 
 /**
@@ -33,8 +34,7 @@ export const NO_FAULTS: FaultSettings = {
 };
 
 /** The accepted ranges, shared by the CLI flags and the admin route. */
-export const FAIL_STATUS_RANGE = [400, 599] as const;
-export const HEALTH_STATUS_RANGE = [200, 599] as const;
+export { FAIL_STATUS_RANGE, HEALTH_STATUS_RANGE };
 
 /** A partial update of the settings (the admin route's body); `seed` restarts the failure draws. */
 export const faultPatchSchema = z.strictObject({

@@ -4,6 +4,7 @@ import { costModelPreset } from '../core/cost-model/presets.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import { Engine } from '../engine/engine.ts';
 import type { ServerContext } from './context.ts';
+import { DEFAULT_BODY_LIMIT, DEFAULT_MODEL, DEFAULT_QUEUE_POLICY } from './defaults.ts';
 import { type DriverOptions, WallClockDriver } from './driver.ts';
 import { errorBody, HttpError } from './errors.ts';
 import { type FaultSettings, Faults, faultHooks } from './faults.ts';
@@ -15,9 +16,7 @@ import { faultAdminRoutes } from './routes/faults-admin.ts';
 import { infoRoutes } from './routes/info.ts';
 import { FILLER } from './text.ts';
 
-export const DEFAULT_MODEL = 'mistral-7b-a6000';
-export const DEFAULT_QUEUE_POLICY = 'lpm';
-export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
+export { DEFAULT_BODY_LIMIT, DEFAULT_MODEL, DEFAULT_QUEUE_POLICY };
 
 export interface EngineServerOptions {
   /** Cost-model preset, also the served model name. Default mistral-7b-a6000. */

@@ -1,6 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import { signalChild, spawnChild } from '../util/child-group.ts';
 
 export interface LlamaProcessOptions {
   binary: string;
@@ -24,7 +25,8 @@ export class LlamaProcess {
   readonly exited: Promise<void>;
 
   private constructor(private readonly options: LlamaProcessOptions) {
-    this.child = spawn(options.binary, options.args, {
+    // In a process group of its own, killed with this process at the latest (a crash included).
+    this.child = spawnChild(options.binary, options.args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: withoutLlamaArgs(),
     });
@@ -112,12 +114,7 @@ export class LlamaProcess {
   }
 
   private signal(signal: NodeJS.Signals): void {
-    if (this.pid <= 0) return; // never kill(0) or kill(-1): those signal whole process groups
-    try {
-      process.kill(this.pid, signal);
-    } catch {
-      // already gone
-    }
+    signalChild(this.child, signal);
   }
 }
 

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { signalChild, spawnChild } from '../util/child-group.ts';
 
 export interface RunToolOptions {
   cwd?: string;
@@ -23,7 +23,8 @@ export function runTool(
   const keep = options.tailLines ?? 30;
   const tail: string[] = [];
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
+    // A process group of its own: a timeout kills what the tool started too (make, the compilers).
+    const child = spawnChild(command, args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -39,15 +40,15 @@ export function runTool(
       if (tail.length > keep) tail.shift();
       options.onLine?.(line);
     };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
     let timedOut = false;
     const timer =
       options.timeoutMs === undefined
         ? undefined
         : setTimeout(() => {
             timedOut = true;
-            child.kill('SIGKILL');
+            signalChild(child, 'SIGKILL');
           }, options.timeoutMs);
     child.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);

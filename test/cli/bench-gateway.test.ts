@@ -3,8 +3,18 @@ import { test } from 'node:test';
 import { benchPrompt } from '../../src/bench/gateway-load.ts';
 import { runCli } from './run-cli.ts';
 
-test('bench gateway runs a short measurement end to end and stops its processes', () => {
-  const r = runCli(['bench', 'gateway', '--rps', '50', '--seconds', '0.3', '--concurrency', '4', '--json']);
+test('bench gateway runs a short measurement end to end and stops its processes', async () => {
+  const r = await runCli([
+    'bench',
+    'gateway',
+    '--rps',
+    '50',
+    '--seconds',
+    '0.3',
+    '--concurrency',
+    '4',
+    '--json',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout) as {
     results: { mode: string; gatewayP50Ms: number; loopLagP99Ms: number; maxRequestsPerSec: number }[];
@@ -20,8 +30,8 @@ test('bench gateway runs a short measurement end to end and stops its processes'
   }
 });
 
-test('bench gateway passes --tokenizer and --tokenizer-threads to the gateway and sends prompts of --prompt-chars characters', () => {
-  const r = runCli([
+test('bench gateway passes --tokenizer and --tokenizer-threads to the gateway and sends prompts of --prompt-chars characters', async () => {
+  const r = await runCli([
     'bench',
     'gateway',
     '--rps',
@@ -51,7 +61,7 @@ test('bench gateway passes --tokenizer and --tokenizer-threads to the gateway an
   assert.equal(out.results.length, 2);
 });
 
-test('benchPrompt gives exactly the asked length, in words', () => {
+test('benchPrompt gives exactly the asked length, in words', async () => {
   for (const n of [1, 10, 59, 1000, 10_000]) assert.equal(benchPrompt(n).length, n);
   assert.match(benchPrompt(200), /^(\w+ )+\w*$/);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { createEngineServer } from '../../src/emulator/server.ts';
-import { runCli, runCliAsync } from './run-cli.ts';
+import { runCli } from './run-cli.ts';
 
 const engine = createEngineServer({ timeScale: 1000 });
 after(() => engine.close(0));
@@ -14,12 +14,11 @@ async function engineUrl(): Promise<string> {
 
 test('bench http loads an OpenAI-compatible server and reports percentiles and the hit rate', async () => {
   const url = await engineUrl();
-  // Not runCli: the engine answers from this process, whose event loop must keep running.
   const {
     code,
     stdout: out,
     stderr,
-  } = await runCliAsync([
+  } = await runCli([
     'bench',
     'http',
     '--url',
@@ -48,12 +47,11 @@ test('bench http replays an Azure trace file, re-timed to --rps', async () => {
   const file = join(dir, 'azure.csv');
   writeFileSync(file, `TIMESTAMP,ContextTokens,GeneratedTokens\n${rows.join('\n')}\n`);
   const target = await engineUrl();
-  // Not runCli: the engine answers from this process, whose event loop must keep running.
   const {
     code,
     stdout: out,
     stderr,
-  } = await runCliAsync([
+  } = await runCli([
     'bench',
     'http',
     '--url',
@@ -72,8 +70,8 @@ test('bench http replays an Azure trace file, re-timed to --rps', async () => {
   assert.equal(r.rps, 10);
 });
 
-test('bench http refuses a bad URL with one line', () => {
-  const r = runCli(['bench', 'http', '--url', 'not a url', '--model', 'm']);
+test('bench http refuses a bad URL with one line', async () => {
+  const r = await runCli(['bench', 'http', '--url', 'not a url', '--model', 'm']);
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /Invalid URL/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
@@ -82,7 +80,7 @@ test('bench http refuses a bad URL with one line', () => {
 test('bench http counts failures by kind and exits non-zero with one line when nothing succeeded', async () => {
   const url = await engineUrl();
   // Not runCli: the engine answers from this process, whose event loop must keep running.
-  const wrongModel = await runCliAsync([
+  const wrongModel = await runCli([
     'bench',
     'http',
     '--url',
@@ -115,7 +113,7 @@ test('bench http counts failures by kind and exits non-zero with one line when n
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   const port = (probe.address() as { port: number }).port;
   await new Promise((resolve) => probe.close(resolve));
-  const refused = await runCliAsync([
+  const refused = await runCli([
     'bench',
     'http',
     '--url',

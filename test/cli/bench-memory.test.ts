@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runCli } from './run-cli.ts';
 
-test('bench memory samples the tree along the stream and the tree stays bounded', () => {
-  const r = runCli([
+test('bench memory samples the tree along the stream and the tree stays bounded', async () => {
+  const r = await runCli([
     'bench',
     'memory',
     '--requests',

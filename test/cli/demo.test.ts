@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runCli } from './run-cli.ts';
 
-test('preble demo runs the policies over real HTTP and e2 reuses more of the shared prefixes', () => {
-  const r = runCli([
+test('preble demo runs the policies over real HTTP and e2 reuses more of the shared prefixes', async () => {
+  const r = await runCli([
     'demo',
     '--replicas',
     '2',

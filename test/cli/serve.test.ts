@@ -1,48 +1,31 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startPreble } from '../../src/bench/preble-process.ts';
 import { startFakeReplica } from '../gateway/fake-replica.ts';
 import { runCli } from './run-cli.ts';
 
-const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-
 test('preble serve prints its readiness line, proxies, and stops cleanly on SIGTERM', async () => {
   const replica = await startFakeReplica('r0');
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', main, 'serve', '--port', '0', '--replica', replica.url],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const gateway = await startPreble(['serve', '--port', '0', '--replica', replica.url]);
   try {
-    let out = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = out.match(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m);
-        if (m) resolve(m[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`exited early with ${code}`)));
-    });
-    const res = await fetch(`${url}/v1/completions`, {
+    assert.match(gateway.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await fetch(`${gateway.url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', prompt: 'hello' }),
     });
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as { choices: { text: string }[] }).choices[0]!.text, 'abc');
-    child.kill('SIGTERM');
-    const [code] = await once(child, 'exit');
+    const exited = once(gateway.child, 'exit');
+    process.kill(gateway.pid, 'SIGTERM');
+    const [code] = await exited;
     assert.equal(code, 0);
   } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    await gateway.stop('SIGKILL');
     await replica.app.close();
   }
 });
@@ -69,9 +52,8 @@ test('preble serve runs from a YAML config with an API key from the environment 
       '',
     ].join('\n'),
   );
-  const gateway = await startPreble(['serve', '--config', config], 30_000, {
-    TEAM_A_KEY: 'team-a-key-0123456789',
-    ADMIN_KEY: 'admin-key-0123456789',
+  const gateway = await startPreble(['serve', '--config', config], {
+    env: { TEAM_A_KEY: 'team-a-key-0123456789', ADMIN_KEY: 'admin-key-0123456789' },
   });
   try {
     const ask = (key?: string) =>
@@ -152,7 +134,7 @@ test('preble serve with hf:PATH encodes long prompts on its threads and still ex
   }
 });
 
-test('preble serve refuses bad flags and config with one line naming the field', () => {
+test('preble serve refuses bad flags and config with one line naming the field', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'preble-serve-'));
   const bad = join(dir, 'bad.yaml');
   writeFileSync(bad, 'port: 0\nreplicas: [http://127.0.0.1:1]\nlimits:\n  maxQueue: lots\n');
@@ -176,7 +158,7 @@ test('preble serve refuses bad flags and config with one line naming the field',
     [['serve', '--config', noKey], /auth\.adminKeyEnv: environment variable PREBLE_TEST_UNSET_VAR is unset/],
     [['serve', '--config', join(dir, 'missing.yaml')], /cannot read config .*missing\.yaml/],
   ] as const) {
-    const r = runCli(args);
+    const r = await runCli(args);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, reason);
     assert.doesNotMatch(r.stderr, /\n\s+at /);

@@ -40,8 +40,8 @@ function assertContract(r: Record<string, unknown>): void {
   );
 }
 
-test('preble sim --json prints the contract object for one policy and {results} for a list', () => {
-  const one = runCli([
+test('preble sim --json prints the contract object for one policy and {results} for a list', async () => {
+  const one = await runCli([
     'sim',
     '--workload',
     'toolbench',
@@ -60,7 +60,7 @@ test('preble sim --json prints the contract object for one policy and {results} 
   assertContract(r);
   assert.equal(r['policy'], 'e2');
   assert.equal(r['completed'], 120);
-  const many = runCli([
+  const many = await runCli([
     'sim',
     '--workload',
     'toolbench',
@@ -83,9 +83,9 @@ test('preble sim --json prints the contract object for one policy and {results} 
   for (const x of results) assertContract(x);
 });
 
-test('preble sim --out writes JSON, per-request CSV and plots', () => {
+test('preble sim --out writes JSON, per-request CSV and plots', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'preble-sim-'));
-  const r = runCli([
+  const r = await runCli([
     'sim',
     '--workload',
     'video-qa',
@@ -109,7 +109,7 @@ test('preble sim --out writes JSON, per-request CSV and plots', () => {
   assert.match(csv[0]!, /^id,workload,instance,branch,arrival/);
 });
 
-test('preble sim rejects bad input with one line', () => {
+test('preble sim rejects bad input with one line', async () => {
   for (const [args, reason] of [
     [['sim', '--workload', 'nope'], /unknown|valid/],
     [['sim', '--workload', 'toolbench', '--rps', '0'], /positive/],
@@ -126,15 +126,15 @@ test('preble sim rejects bad input with one line', () => {
       /not in --policy/,
     ],
   ] as const) {
-    const r = runCli(args);
+    const r = await runCli(args);
     assert.notEqual(r.code, 0, args.join(' '));
     assert.match(r.stderr, reason);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
   }
 });
 
-test('preble sim --help lists policies, queue policies, presets and workloads from the registries', () => {
-  const r = runCli(['sim', '--help']);
+test('preble sim --help lists policies, queue policies, presets and workloads from the registries', async () => {
+  const r = await runCli(['sim', '--help']);
   assert.equal(r.code, 0);
   const named = presetNames().filter((n) => !n.startsWith('roofline:'));
   for (const name of [...globalPolicyNames, ...queuePolicyNames, ...named, ...workloadNames]) {
@@ -143,7 +143,7 @@ test('preble sim --help lists policies, queue policies, presets and workloads fr
   assert.match(r.stdout, /roofline:MODEL@GPU\[xTP\]/);
 });
 
-test('preble sim --policy-option sets an option of one policy', () => {
+test('preble sim --policy-option sets an option of one policy', async () => {
   const args = [
     'sim',
     '--workload',
@@ -156,15 +156,16 @@ test('preble sim --policy-option sets an option of one policy', () => {
     'e2',
     '--json',
   ];
-  const plain = JSON.parse(runCli(args).stdout);
+  const plain = JSON.parse((await runCli(args)).stdout);
   const basic = JSON.parse(
-    runCli([...args, '--policy-option', 'e2.phaseMix=false', '--policy-option', 'e2.rebalance=false']).stdout,
+    (await runCli([...args, '--policy-option', 'e2.phaseMix=false', '--policy-option', 'e2.rebalance=false']))
+      .stdout,
   );
   assert.ok((plain.branches['phase-mix'] ?? 0) > 0, 'phase-mix balancing fires by default here');
   assert.equal(basic.branches['phase-mix'], undefined);
 });
 
-test('preble sim --goodput searches the highest rate meeting the SLOs, per policy', () => {
+test('preble sim --goodput searches the highest rate meeting the SLOs, per policy', async () => {
   const args = [
     'sim',
     '--workload',
@@ -177,7 +178,7 @@ test('preble sim --goodput searches the highest rate meeting the SLOs, per polic
     'e2,round-robin',
   ];
   const slo = ['--slo-ttft', '1', '--slo-tpot', '0.1', '--goodput', '0.9', '--json'];
-  const r = runCli([...args, ...slo]);
+  const r = await runCli([...args, ...slo]);
   assert.equal(r.code, 0, r.stderr);
   const { results } = JSON.parse(r.stdout);
   assert.deepEqual(
@@ -192,5 +193,5 @@ test('preble sim --goodput searches the highest rate meeting the SLOs, per polic
       x.probes.some((p: { rps: number; attainment: number }) => p.rps > x.goodputRps && p.attainment < 0.9),
     );
   }
-  assert.deepEqual(JSON.parse(runCli([...args, ...slo]).stdout), { results }, 'deterministic');
+  assert.deepEqual(JSON.parse((await runCli([...args, ...slo])).stdout), { results }, 'deterministic');
 });

@@ -1,33 +1,20 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { type PrebleProcess, startPreble } from '../../src/bench/preble-process.ts';
+import { runCli } from '../cli/run-cli.ts';
 import { MODEL, postJson, waitFor } from './helpers.ts';
 
-const entry = fileURLToPath(new URL('./engine-cli-entry.ts', import.meta.url));
-
-function spawnEngine(args: readonly string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', entry, 'engine', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function startEngine(args: readonly string[]): Promise<PrebleProcess> {
+  return startPreble(['engine', ...args]);
 }
 
-/** Resolves with the first stdout line (the readiness line), rejects if the process exits first. */
-function readyLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) resolve(out.slice(0, nl));
-    });
-    child.on('exit', (code) => reject(new Error(`exited ${code} before ready: ${err}`)));
-  });
+/** SIGTERM by PID, as a user would, and the exit code. */
+async function terminate(engine: PrebleProcess): Promise<number | null> {
+  const exited = once(engine.child, 'exit');
+  process.kill(engine.pid, 'SIGTERM');
+  const [code] = (await exited) as [number | null];
+  return code;
 }
 
 function generate(url: string, signal?: AbortSignal): Promise<Response> {
@@ -41,13 +28,12 @@ function generate(url: string, signal?: AbortSignal): Promise<Response> {
 
 describe('preble engine CLI', () => {
   it('prints the readiness line, serves, and exits 0 on SIGTERM', async () => {
-    const child = spawnEngine(['--port', '0', '--time-scale', '1000', '--kv-tokens', '50000']);
+    const engine = await startEngine(['--port', '0', '--time-scale', '1000', '--kv-tokens', '50000']);
     try {
-      const line = await readyLine(child);
-      const m = /^listening on (http:\/\/127\.0\.0\.1:(\d+))$/.exec(line);
-      assert.ok(m, line);
-      assert.ok(Number(m[2]) > 0);
-      const res = await fetch(`${m[1]}/v1/completions`, {
+      const m = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(engine.url);
+      assert.ok(m, engine.url);
+      assert.ok(Number(m[1]) > 0);
+      const res = await fetch(`${engine.url}/v1/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: MODEL, prompt: 'hello', max_tokens: 3 }),
@@ -55,12 +41,9 @@ describe('preble engine CLI', () => {
       assert.equal(res.status, 200);
       const body = (await res.json()) as { usage: { completion_tokens: number } };
       assert.equal(body.usage.completion_tokens, 3);
-      const exited = once(child, 'exit');
-      assert.ok(child.kill('SIGTERM'));
-      const [code] = await exited;
-      assert.equal(code, 0);
+      assert.equal(await terminate(engine), 0);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await engine.stop('SIGKILL');
     }
   });
 
@@ -68,12 +51,12 @@ describe('preble engine CLI', () => {
   it('injects faults, flips them through /_preble/faults, and exits on SIGTERM with a request hung', {
     timeout: 60_000,
   }, async () => {
-    const child = spawnEngine([
+    const engine = await startEngine([
       ...['--port', '0', '--time-scale', '1000', '--grace', '600'],
       ...['--hang', '--health-status', '503', '--fault-admin'],
     ]);
     try {
-      const url = /^listening on (\S+)$/.exec(await readyLine(child))![1]!;
+      const url = engine.url;
       const health = await fetch(`${url}/health`);
       assert.equal(health.status, 503);
       const active = async () =>
@@ -100,22 +83,28 @@ describe('preble engine CLI', () => {
         () => 'closed',
       );
       await waitFor(async () => (await active()) === 1, 'the second hung request');
-      const exited = once(child, 'exit');
-      assert.ok(child.kill('SIGTERM'));
-      const [code] = await exited;
-      assert.equal(code, 0);
+      assert.equal(await terminate(engine), 0);
       assert.equal(await stuck, 'closed');
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await engine.stop('SIGKILL');
     }
   });
 
   it('fails the same requests for the same --seed across runs', async () => {
     const runs: number[][] = [];
     for (let run = 0; run < 2; run++) {
-      const child = spawnEngine(['--port', '0', '--time-scale', '1000', '--fail-rate', '0.5', '--seed', '9']);
+      const engine = await startEngine([
+        '--port',
+        '0',
+        '--time-scale',
+        '1000',
+        '--fail-rate',
+        '0.5',
+        '--seed',
+        '9',
+      ]);
       try {
-        const url = /^listening on (\S+)$/.exec(await readyLine(child))![1]!;
+        const url = engine.url;
         const seq: number[] = [];
         for (let i = 0; i < 16; i++) {
           const res = await generate(url);
@@ -124,16 +113,15 @@ describe('preble engine CLI', () => {
         }
         runs.push(seq);
       } finally {
-        child.kill('SIGTERM');
-        if (child.exitCode === null) await once(child, 'exit');
+        await engine.stop();
       }
     }
     assert.deepEqual(runs[1], runs[0]);
     assert.ok(runs[0]!.includes(200) && runs[0]!.includes(500), runs[0]!.join(' '));
   });
 
-  it('fails with one line and a non-zero exit on a bad flag value', () => {
-    for (const args of [
+  it('fails with one line and a non-zero exit on a bad flag value', async () => {
+    const cases = [
       ['--port', '0', '--model', 'no-such-model'],
       ['--port', 'abc'],
       ['--port', '0', '--queue-policy', 'nope'],
@@ -146,14 +134,12 @@ describe('preble engine CLI', () => {
       ['--port', '0', '--stall-after', '-1'],
       ['--port', '0', '--stall-after', '2.5'],
       ['--port', '0', '--health-status', 'ok'],
-    ]) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', entry, 'engine', ...args], {
-        encoding: 'utf8',
-        timeout: 60_000,
-      });
-      assert.notEqual(r.status, 0, args.join(' '));
+    ];
+    const results = await Promise.all(cases.map((args) => runCli(['engine', ...args])));
+    results.forEach((r, i) => {
+      assert.notEqual(r.code, 0, cases[i]!.join(' '));
       assert.equal(r.stdout, '');
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-    }
+    });
   });
 });

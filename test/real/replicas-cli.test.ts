@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { writeGgufModel } from '../../src/real/gguf/llama-model.ts';
 import { runCli } from '../cli/run-cli.ts';
-
-const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 const dir = mkdtempSync(join(tmpdir(), 'preble-replicas-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -16,28 +12,26 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 describe('preble replicas model', () => {
   it('writes the same bytes as writeGgufModel', async () => {
     const out = join(dir, 'cli.gguf');
-    const r = runCli(['replicas', 'model', '--preset', 'tiny', '--seed', '3', '--out', out]);
+    const r = await runCli(['replicas', 'model', '--preset', 'tiny', '--seed', '3', '--out', out]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /cli\.gguf: tiny, \d+ parameters, \d+ bytes/);
     await writeGgufModel({ preset: 'tiny', seed: 3, path: join(dir, 'lib.gguf') });
     assert.ok(readFileSync(out).equals(readFileSync(join(dir, 'lib.gguf'))));
   });
 
-  it('rejects an unknown preset in one line', () => {
-    const r = runCli(['replicas', 'model', '--preset', 'huge', '--out', join(dir, 'x.gguf')]);
+  it('rejects an unknown preset in one line', async () => {
+    const r = await runCli(['replicas', 'model', '--preset', 'huge', '--out', join(dir, 'x.gguf')]);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /expected tiny, small or medium, got 'huge'/);
   });
 
-  it('start refuses a model file that does not exist', () => {
+  it('start refuses a model file that does not exist', async () => {
     const missing = join(dir, 'missing.gguf');
     // A private cache dir: the check must come before any build, which this would otherwise start.
-    const r = spawnSync(
-      process.execPath,
-      ['--import', 'tsx', main, 'replicas', 'start', '--count', '1', '--model', missing],
-      { encoding: 'utf8', env: { ...process.env, PREBLE_CACHE_DIR: join(dir, 'cache') }, timeout: 60_000 },
-    );
-    assert.equal(r.status, 1);
+    const r = await runCli(['replicas', 'start', '--count', '1', '--model', missing], {
+      env: { PREBLE_CACHE_DIR: join(dir, 'cache') },
+    });
+    assert.equal(r.code, 1);
     assert.equal(r.stderr.trim(), `preble: --model: no such file: ${missing}`);
   });
 });
