@@ -17,6 +17,8 @@ export { prebleMistralA6000CostModel } from './preble-mistral-a6000.ts';
 export { costModelPreset, describeCostModelPresets, type PresetOverrides, presetNames } from './presets.ts';
 export {
   attentionFlopsPerPair,
+  type Hardware,
+  memoryBandwidthFloor,
   ROOFLINE_DEFAULTS,
   type RooflineOptions,
   rooflineCostModel,
