@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { DEFAULT_VIDUR_CSV, fitVidurMlp } from '../../../scripts/fit-vidur.ts';
 import { LLAMA2_7B_H100_COEFFICIENTS } from '../../../src/core/cost-model/llama2-7b-h100.ts';
 import { LLAMA3_70B_H100_COEFFICIENTS } from '../../../src/core/cost-model/llama3-70b-h100.ts';
@@ -99,4 +100,18 @@ test('llama2-7b-h100: floor, a and b are the hinge fit of the vidur profile', {
   close(LLAMA2_7B_H100_COEFFICIENTS.b, fit.slope * 1e-3, 1e-9);
   close(LLAMA2_7B_H100_COEFFICIENTS.floor!, floorMs * 1e-3, 1e-9);
   assert.ok(fit.rSquared > 0.99);
+});
+
+const VIDUR_70B_CSV = fileURLToPath(
+  new URL('../../../../shared/data/vidur-profiling/h100/meta-llama/Llama-2-70b-hf/mlp.csv', import.meta.url),
+);
+
+test('llama3-70b-h100: the roofline weight read is within 2% of vidur TP4 floor for the same layer shapes', {
+  skip: existsSync(VIDUR_70B_CSV) ? false : 'vidur profile not present',
+}, () => {
+  // Llama-2-70B and Llama-3-70B share every per-layer shape; vidur's ops leave out the embedding and LM head.
+  const { floorMs } = fitVidurMlp(VIDUR_70B_CSV, 4, 80);
+  assert.ok(Math.abs(floorMs - 14.86) < 0.01, `${floorMs}`);
+  const weightReadMs = ((70_553_706_496 * 2) / (4 * 3.35e12 * 0.7)) * 1e3;
+  assert.ok(Math.abs(weightReadMs / floorMs - 1) < 0.02, `${weightReadMs} vs ${floorMs}`);
 });
