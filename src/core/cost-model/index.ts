@@ -11,12 +11,18 @@ export {
 } from './instance.ts';
 export { type LinearCoefficients, linearCostModel } from './linear.ts';
 export { LLAMA2_7B_H100_COEFFICIENTS } from './llama2-7b-h100.ts';
-export { LLAMA3_70B_H100_COEFFICIENTS, LLAMA3_70B_H100_GPU_COUNT } from './llama3-70b-h100.ts';
+export {
+  LLAMA3_70B_H100_COEFFICIENTS,
+  LLAMA3_70B_H100_GPU_COUNT,
+  prebleLlama3H100CostModel,
+} from './llama3-70b-h100.ts';
 export { MODEL_SHAPES, type ModelName } from './model-shapes.ts';
 export { prebleMistralA6000CostModel } from './preble-mistral-a6000.ts';
 export { costModelPreset, describeCostModelPresets, type PresetOverrides, presetNames } from './presets.ts';
 export {
   attentionFlopsPerPair,
+  type Hardware,
+  memoryBandwidthFloor,
   ROOFLINE_DEFAULTS,
   type RooflineOptions,
   rooflineCostModel,

@@ -6,6 +6,7 @@ import {
   type GpuShape,
   type ModelShape,
   prefillByIteration,
+  splitBatch,
 } from './types.ts';
 
 /**
@@ -36,26 +37,6 @@ export const ATTENTION_TILE_ROWS = 64;
 /** Causal pairs of `rows` query rows after `context` keys. */
 const causalPairs = (rows: number, context: number) => rows * context + (rows * (rows + 1)) / 2;
 const paddedRows = (rows: number) => Math.ceil(rows / ATTENTION_TILE_ROWS) * ATTENTION_TILE_ROWS;
-
-/**
- * BatchShape has sums only, so we read a batch as at most one prefill beside decodes (one new token
- * each): the prefill has n = newTokens - requests + 1 new tokens and, from newTimesSeq - seqTokens =
- * (n - 1) * seq, sequence length seq. Exact for one request alone, decode-only batches and one prefill
- * beside decodes; several prefills in a batch are read as one.
- */
-export function splitBatch(batch: BatchShape): {
-  prefillNew: number;
-  prefillCached: number;
-  decodePairs: number;
-} {
-  const prefillNew = Math.max(1, batch.newTokens - batch.requests + 1);
-  if (prefillNew === 1) return { prefillNew: 0, prefillCached: 0, decodePairs: batch.seqTokens };
-  const seq = Math.min(
-    batch.seqTokens,
-    Math.max(prefillNew, (batch.newTimesSeq - batch.seqTokens) / (prefillNew - 1)),
-  );
-  return { prefillNew, prefillCached: seq - prefillNew, decodePairs: batch.seqTokens - seq };
-}
 
 /** Visit a prefill's micro-batches: rows, and keys before them. */
 function forEachUbatch(

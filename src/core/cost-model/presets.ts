@@ -9,7 +9,7 @@ import {
 } from './instance.ts';
 import { linearCostModel } from './linear.ts';
 import { LLAMA2_7B_H100_COEFFICIENTS } from './llama2-7b-h100.ts';
-import { LLAMA3_70B_H100_COEFFICIENTS, LLAMA3_70B_H100_GPU_COUNT } from './llama3-70b-h100.ts';
+import { LLAMA3_70B_H100_GPU_COUNT, prebleLlama3H100CostModel } from './llama3-70b-h100.ts';
 import {
   LLAMACPP_SMALL_CPU_COEFFICIENTS,
   LLAMACPP_SMALL_CPU_KV_TOKENS,
@@ -50,13 +50,13 @@ const NAMED_PRESETS: Readonly<Record<string, NamedPreset>> = {
     build: prebleMistralA6000CostModel,
   },
   'llama3-70b-h100': {
-    summary: "Llama-3-70B on 4 H100 (TP 4), Preble's published fit",
+    summary: "Llama-3-70B on 4 H100 (TP 4), Preble's published fit for prefill, the roofline for decode",
     instance: {
       model: MODEL_SHAPES['llama3-70b'],
       gpu: GPU_SHAPES['h100-80g'],
       gpuCount: LLAMA3_70B_H100_GPU_COUNT,
     },
-    build: (memory) => linearCostModel('llama3-70b-h100', LLAMA3_70B_H100_COEFFICIENTS, memory),
+    build: prebleLlama3H100CostModel,
   },
   'llama2-7b-h100': {
     summary: "Llama-2-7B on one H100, hinge fit of vidur's profiling (scripts/fit-vidur.ts)",

@@ -3,6 +3,7 @@ import {
   type Instance,
   type InstanceCostModel,
   instanceKvMemory,
+  kvBytesPerToken,
 } from './instance.ts';
 import { type Line, sumMaxOfLines } from './series.ts';
 import { type BatchShape, type GpuShape, type ModelShape, prefillByIteration } from './types.ts';
@@ -37,6 +38,23 @@ export const ROOFLINE_DEFAULTS = {
   bandwidthEfficiency: 0.7,
   overheadSeconds: 0.5e-3,
 } as const;
+
+/** The hardware an iteration runs on: a model over `gpuCount` tensor-parallel GPUs. */
+export type Hardware = Pick<Instance, 'model' | 'gpu' | 'gpuCount'>;
+
+/**
+ * The memory-bandwidth floor of one iteration, in seconds: every weight and the KV of every sequence token
+ * in the batch read once, at the GPUs' full datasheet bandwidth (summed over the tensor-parallel GPUs):
+ * (params x bytes per param + KV bytes per token x seqTokens) / (bandwidth x gpuCount). No real engine is
+ * faster; the roofline's memory arm is this divided by its bandwidth efficiency (plus the KV it writes).
+ * Throws for a stand-in GPU without a bandwidth (the CPU preset's thread), where no such floor is known.
+ */
+export function memoryBandwidthFloor(hardware: Hardware, batch: BatchShape): number {
+  const { model, gpu, gpuCount } = hardware;
+  if (!(gpu.bandwidth > 0)) throw new Error(`${gpu.name} has no memory bandwidth, so no bandwidth floor`);
+  const bytes = model.params * model.bytesPerParam + kvBytesPerToken(model) * batch.seqTokens;
+  return bytes / (gpu.bandwidth * gpuCount);
+}
 
 /** Attention FLOPs per (new token, context token) pair: QK^T and AV, 2 * hidden each, in every layer. */
 export function attentionFlopsPerPair(model: ModelShape): number {

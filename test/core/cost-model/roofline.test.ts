@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { GPU_SHAPES } from '../../../src/core/cost-model/gpu-shapes.ts';
 import { MODEL_SHAPES } from '../../../src/core/cost-model/model-shapes.ts';
-import { rooflineCostModel } from '../../../src/core/cost-model/roofline.ts';
+import { memoryBandwidthFloor, rooflineCostModel } from '../../../src/core/cost-model/roofline.ts';
 
 const h100 = GPU_SHAPES['h100-80g'];
 
@@ -62,4 +62,17 @@ test('decodeTime closed form equals the loop, including where compute overtakes 
       }
     }),
   );
+});
+
+test('memory-bandwidth floor: weights and the batch KV once at full bandwidth, by hand', () => {
+  const model = MODEL_SHAPES['llama3-70b'];
+  const batch = { requests: 64, newTokens: 64, seqTokens: 64 * 4097, newTimesSeq: 64 * 4097 };
+  // 141.1 GB of weights + 327,680 B x 262,208 tokens over 4 x 3.35 TB/s: 16.94 ms.
+  const floor = memoryBandwidthFloor({ model, gpu: h100, gpuCount: 4 }, batch);
+  assert.ok(Math.abs(floor - (70_553_706_496 * 2 + 327_680 * 64 * 4097) / (4 * 3.35e12)) < 1e-15);
+  // The roofline's memory arm is the floor at 70% of the bandwidth, plus the KV written and the overhead.
+  const roofline = rooflineCostModel({ model, gpu: h100, gpuCount: 4 });
+  assert.ok(roofline.iterationTime(batch) > floor / 0.7);
+  const cpu = { ...h100, name: 'cpu', bandwidth: 0 };
+  assert.throws(() => memoryBandwidthFloor({ model, gpu: cpu, gpuCount: 1 }, batch), /no memory bandwidth/);
 });
