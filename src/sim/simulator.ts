@@ -189,7 +189,16 @@ export function simulate(options: SimulatorOptions): SimResult {
       case 'arrival': {
         const r = e.request;
         pullArrival();
-        const d = policy.route({ id: r.id, tokens: r.tokens, arrival: r.arrival }, e.time);
+        // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true output length.
+        const d = policy.route(
+          {
+            id: r.id,
+            tokens: r.tokens,
+            arrival: r.arrival,
+            ...(r.maxTokens === undefined ? {} : { outputLenHint: r.maxTokens }),
+          },
+          e.time,
+        );
         const record: SimRecord = {
           id: r.id,
           workload: r.workload,
@@ -208,7 +217,15 @@ export function simulate(options: SimulatorOptions): SimResult {
         records.push(record);
         byId.set(r.id, record);
         inFlight++;
-        engines[d.instance]!.submit({ id: r.id, tokens: r.tokens, outputTokens: r.outputTokens }, e.time);
+        engines[d.instance]!.submit(
+          {
+            id: r.id,
+            tokens: r.tokens,
+            outputTokens: r.outputTokens,
+            ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+          },
+          e.time,
+        );
         runIfIdle(d.instance, e.time);
         break;
       }

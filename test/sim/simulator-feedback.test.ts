@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RoundRobinPolicy } from '../../src/core/policies/round-robin.ts';
-import type { InstanceId, Tokens } from '../../src/core/types.ts';
+import type { InstanceId, RouteRequest, Tokens } from '../../src/core/types.ts';
 import { simulate } from '../../src/sim/simulator.ts';
 import type { WorkloadRequest } from '../../src/workloads/types.ts';
 import { seq, simpleCostModel } from '../helpers/simple-cost-model.ts';
@@ -47,4 +47,32 @@ test('the simulator reports an eviction with the start of the iteration that evi
       'at an iteration start',
     );
   }
+});
+
+/** Records what each route call is told. */
+class RouteSpy extends RoundRobinPolicy {
+  readonly seen: RouteRequest[] = [];
+  override route(request: RouteRequest, now: number) {
+    this.seen.push(request);
+    return super.route(request, now);
+  }
+}
+
+test('the policy sees max_tokens, never the true output length; the engine stops at max_tokens (review 4.3)', () => {
+  const policy = new RouteSpy();
+  const requests: WorkloadRequest[] = [
+    { id: 'a', arrival: 0, tokens: seq(50, 0), outputTokens: 30, maxTokens: 100, workload: 'test' },
+    { id: 'b', arrival: 0.1, tokens: seq(50, 1000), outputTokens: 30, workload: 'test' },
+    { id: 'c', arrival: 0.2, tokens: seq(50, 2000), outputTokens: 30, maxTokens: 8, workload: 'test' },
+  ];
+  const result = simulate({ policy, instances: 1, costModel: simpleCostModel(), requests });
+  assert.deepEqual(
+    policy.seen.map((r) => r.outputLenHint),
+    [100, undefined, 8],
+  );
+  for (const r of policy.seen) assert.ok(!Object.values(r).includes(30), 'the true length is not passed');
+  assert.deepEqual(
+    result.records.map((r) => r.outputTokens),
+    [30, 30, 8],
+  );
 });
