@@ -99,8 +99,13 @@ export class ClusterTree {
       },
       merge: (parent, child) => {
         this.onMerge?.(parent, child);
-        for (const slot of parent.data.slots)
+        for (const slot of parent.data.slots) {
           if (slot.cached) this.unlink(this.instances[slot.instance]!, slot);
+          // The merged node stands for the parent's tokens too: keep their latest use.
+          const survivor = findSlot(child, slot.instance);
+          if (survivor !== undefined && survivor.lastAccess < slot.lastAccess)
+            survivor.lastAccess = slot.lastAccess;
+        }
         parent.data.slots = [];
       },
     };
@@ -321,28 +326,67 @@ export class ClusterTree {
   }
 
   /**
-   * The instance reports that `path[keptTokens..]` and everything below it left its cache.
-   * Splits a node when the boundary falls inside it.
+   * The instance reports that `path[keptTokens..]` and everything below it left its cache, at
+   * `evictedAt` (the engine's time; a report may arrive later). Splits a node when the boundary
+   * falls inside it. A report can be stale: a node that a request routed after `evictedAt` went
+   * through (`lastAccess > evictedAt`), or that an in-flight request pins, is cached again by the
+   * engine when that request runs, so the report is clipped to the nodes nobody holds. Both marks
+   * run from a node up to the root (routing touches and pins whole paths), so what is left to
+   * uncache is a set of whole subtrees and no cached node ends up under an uncached one.
+   * Without `evictedAt` only in-flight pins protect a node.
    */
-  evictReported(instance: InstanceId, path: Tokens, keptTokens: number): void {
+  evictReported(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    evictedAt = Number.POSITIVE_INFINITY,
+  ): void {
     if (this.instances[instance] === undefined) return;
     if (keptTokens >= path.length) return;
     const m = this.tree.match(path.subarray(0, keptTokens + 1));
     if (m.matched <= keptTokens) return; // the tree no longer holds that token on this path
     // Find the node that contains token index `keptTokens` on this path.
     for (let p = 0; p < m.path.length; p++) {
-      let node = m.path[p]!;
+      const node = m.path[p]!;
       if (node.endLen <= keptTokens) continue;
-      if (node.prefixLen < keptTokens) {
-        if (!this.isCached(node, instance)) return;
-        this.tree.splitAt(node, keptTokens - node.prefixLen);
-      } else if (node.prefixLen > keptTokens) {
+      if (node.prefixLen > keptTokens) return;
+      const slot = findSlot(node, instance);
+      if (slot === undefined || !slot.cached) return;
+      if (heldAfter(slot, evictedAt)) {
+        // Its head before `keptTokens` stays anyway; below it, evict only what nobody holds.
+        this.uncacheUnheld(instance, node, evictedAt, false);
         return;
       }
-      node = m.path[p]!; // after a split the original object is the tail starting at keptTokens
-      this.uncacheSubtree(instance, node);
+      // After a split the original object is the tail starting at keptTokens.
+      if (node.prefixLen < keptTokens) this.tree.splitAt(node, keptTokens - node.prefixLen);
+      this.uncacheUnheld(instance, node, evictedAt, true);
       return;
     }
+  }
+
+  /**
+   * Uncache the subtrees under `top` (and `top` itself if `includeTop`) that `instance` caches and
+   * that no request holds since `evictedAt`.
+   */
+  private uncacheUnheld(
+    instance: InstanceId,
+    top: ClusterNode,
+    evictedAt: number,
+    includeTop: boolean,
+  ): void {
+    const roots: ClusterNode[] = [];
+    const stack: ClusterNode[] = [];
+    if (includeTop) stack.push(top);
+    else if (top.children !== null) for (const c of top.children.values()) stack.push(c);
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      const slot = findSlot(n, instance);
+      if (slot === undefined || !slot.cached) continue;
+      if (!heldAfter(slot, evictedAt)) roots.push(n);
+      else if (n.children !== null) for (const c of n.children.values()) stack.push(c);
+    }
+    // Uncaching one root may prune or merge nodes near another: skip those no longer in the tree.
+    for (const r of roots) if (r.parent !== null) this.uncacheSubtree(instance, r);
   }
 
   /** Remove `node` and its cached descendants from `instance`'s cache. */
@@ -573,6 +617,11 @@ function sameState(parent: ClusterNode, child: ClusterNode): boolean {
     if (x.cached && x.inflight === 0 && x.prev !== y) return false;
   }
   return true;
+}
+
+/** A request routed after `time` went through the slot's node, or one in flight still pins it. */
+function heldAfter(slot: InstanceSlot, time: number): boolean {
+  return slot.inflight > 0 || slot.lastAccess > time;
 }
 
 export function findSlot(node: ClusterNode, instance: InstanceId): InstanceSlot | undefined {

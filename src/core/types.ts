@@ -100,9 +100,19 @@ export interface GlobalPolicy {
   requestFailed(id: string, now: number): void;
   /**
    * The instance evicted cached tokens: `path` is the token sequence from the root whose suffix
-   * `path[keptTokens..]` (and everything below it) is no longer cached there.
+   * `path[keptTokens..]` (and everything below it) is no longer cached there. `evictedAt` is when
+   * the engine evicted, when the report comes later than that (the simulator reports at the end of
+   * the iteration whose start evicted); absent, it is `now`. A prefix that a request routed after
+   * `evictedAt` goes through, or that an in-flight request still needs, will be cached again by
+   * the engine: policies ignore the report for it.
    */
-  instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, now: number): void;
+  instanceEvicted(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    now: number,
+    evictedAt?: number,
+  ): void;
   instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void;
   /** No new requests go to a draining instance; its in-flight ones finish normally. */
   instanceDrained(instance: InstanceId, now: number): void;

@@ -124,7 +124,8 @@ export class Engine {
   /**
    * Enqueue a request at the tail of the waiting queue. Throws for a duplicate id, an empty prompt,
    * a bad output count, or a request that could never fit in memory even alone. An output count of 0
-   * is served as 1 (a prefill always yields a token).
+   * is served as 1 (a prefill always yields a token). Generation stops at `maxTokens`; without one,
+   * under a non-preempting policy, at the policy's default reserve (the server's default max_tokens).
    */
   submit(request: EngineRequest, now: number): void {
     if (this.byId.has(request.id)) throw new Error(`engine: request '${request.id}' is already here`);
@@ -133,13 +134,23 @@ export class Engine {
     if (!Number.isInteger(request.outputTokens) || request.outputTokens < 0) {
       throw new Error(`engine: request '${request.id}' outputTokens must be an integer >= 0`);
     }
-    const r = new RequestState(
-      this.cache,
-      request.id,
-      request.tokens,
-      Math.max(1, request.outputTokens),
-      now,
-    );
+    const maxTokens = request.maxTokens;
+    if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 1)) {
+      throw new Error(`engine: request '${request.id}' maxTokens must be an integer >= 1`);
+    }
+    let outputs = Math.max(1, Math.min(request.outputTokens, maxTokens ?? Number.POSITIVE_INFINITY));
+    if (maxTokens === undefined && !this.queuePolicy.preempts) {
+      // No max_tokens: the server's default applies, which for a non-preempting policy is what it
+      // reserves (no-preempt's defaultMaxOutputTokens, capped by the context).
+      const reserve = this.queuePolicy.reserveTokens({
+        id: request.id,
+        enqueuedAt: now,
+        promptTokens: promptLength,
+        cachedTokens: 0,
+      });
+      outputs = Math.min(outputs, Math.max(1, reserve));
+    }
+    const r = new RequestState(this.cache, request.id, request.tokens, outputs, maxTokens, now);
     const need = promptLength + Math.max(r.outputTokens - 1, this.queuePolicy.reserveTokens(r));
     if (need > this.kvCapacityTokens) {
       throw new Error(
@@ -527,7 +538,7 @@ export class Engine {
     this.preemptionsTotal++;
     r.seq = r.sequence(r.generated);
     r.promptTokens = r.seq.length;
-    r.maxOutputTokens = r.outputTokens - r.generated;
+    r.maxOutputTokens = r.maxTokens === undefined ? undefined : Math.max(0, r.maxTokens - r.generated);
     // What it had pinned is a prefix of the new sequence: resume matching there.
     r.cursor.node = r.pin;
     r.cursor.matched = r.pin.endLen;

@@ -19,13 +19,19 @@ export type Phase = 'waiting' | 'prefill' | 'decode' | 'gone';
 export class RequestState implements QueuedRequest {
   readonly id: string;
   readonly prompt: Tokens;
-  /** Tokens it generates (at least 1: the prefill always yields one). */
+  /**
+   * Tokens it generates (at least 1: the prefill always yields one): the engine's knowledge, never
+   * the queue policy's (it is not part of `QueuedRequest`).
+   */
   readonly outputTokens: number;
+  /** The client's max_tokens, if given. */
+  readonly maxTokens: number | undefined;
   readonly enqueuedAt: number;
   /** What a (re)admission prefills: the prompt, or after a preemption the prompt plus the output so far. */
   seq: Tokens;
   promptTokens: number;
-  maxOutputTokens: number;
+  /** What the queue policy sees of the output still to come: max_tokens less what was generated. */
+  maxOutputTokens: number | undefined;
   readonly cursor: MatchCursor;
 
   phase: Phase = 'waiting';
@@ -60,15 +66,17 @@ export class RequestState implements QueuedRequest {
     id: string,
     prompt: Tokens,
     outputTokens: number,
+    maxTokens: number | undefined,
     enqueuedAt: number,
   ) {
     this.id = id;
     this.prompt = prompt;
     this.outputTokens = outputTokens;
+    this.maxTokens = maxTokens;
     this.enqueuedAt = enqueuedAt;
     this.seq = prompt;
     this.promptTokens = prompt.length;
-    this.maxOutputTokens = outputTokens;
+    this.maxOutputTokens = maxTokens;
     this.cursor = cache.newCursor();
     this.pin = cache.root;
   }

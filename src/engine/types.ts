@@ -5,10 +5,17 @@ export interface EngineRequest {
   readonly id: string;
   readonly tokens: Tokens;
   /**
-   * Tokens to generate. The emulated engine generates exactly this many (the simulator knows each
-   * request's true output length; the live emulator takes max_tokens).
+   * Tokens to generate. The emulated engine generates exactly this many, or fewer where `maxTokens`
+   * or a non-preempting policy's reserve stops it (the simulator knows each request's true output
+   * length; the live emulator takes max_tokens). Queue policies never see it.
    */
   readonly outputTokens: number;
+  /**
+   * The client's max_tokens: generation stops there, and it is what queue policies see of the output
+   * (`QueuedRequest.maxOutputTokens`). Absent: the policy's default (no-preempt reserves
+   * `defaultMaxOutputTokens`, capped by the context).
+   */
+  readonly maxTokens?: number;
 }
 
 /** What happened during one engine iteration; every time is the iteration's end. */

@@ -54,6 +54,8 @@ type SimEvent =
       readonly kind: 'iteration-end';
       readonly instance: InstanceId;
       readonly iteration: Iteration;
+      /** When the iteration began: its evictions happened then. */
+      readonly start: number;
     }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
@@ -119,14 +121,22 @@ export function simulate(options: SimulatorOptions): SimResult {
     }
     running[instance] = true;
     busy[instance]! += iteration.duration;
-    queue.push({ time: now + iteration.duration, seq: seq++, kind: 'iteration-end', instance, iteration });
+    queue.push({
+      time: now + iteration.duration,
+      seq: seq++,
+      kind: 'iteration-end',
+      instance,
+      iteration,
+      start: now,
+    });
   };
 
-  const endIteration = (instance: InstanceId, iteration: Iteration, now: number) => {
+  const endIteration = (instance: InstanceId, iteration: Iteration, start: number, now: number) => {
     running[instance] = false;
     options.onIteration?.(instance, iteration, engines[instance]!, now);
     const ev = iteration.events;
-    for (const e of ev.evictions) policy.instanceEvicted(instance, e.path, e.keptTokens, now);
+    // The engine evicted when the iteration began; the report arrives now, at its end.
+    for (const e of ev.evictions) policy.instanceEvicted(instance, e.path, e.keptTokens, now, start);
     for (const id of ev.firstTokens) {
       const r = byId.get(id);
       if (r !== undefined && r.firstToken < 0) r.firstToken = now;
@@ -179,7 +189,16 @@ export function simulate(options: SimulatorOptions): SimResult {
       case 'arrival': {
         const r = e.request;
         pullArrival();
-        const d = policy.route({ id: r.id, tokens: r.tokens, arrival: r.arrival }, e.time);
+        // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true output length.
+        const d = policy.route(
+          {
+            id: r.id,
+            tokens: r.tokens,
+            arrival: r.arrival,
+            ...(r.maxTokens === undefined ? {} : { outputLenHint: r.maxTokens }),
+          },
+          e.time,
+        );
         const record: SimRecord = {
           id: r.id,
           workload: r.workload,
@@ -198,12 +217,20 @@ export function simulate(options: SimulatorOptions): SimResult {
         records.push(record);
         byId.set(r.id, record);
         inFlight++;
-        engines[d.instance]!.submit({ id: r.id, tokens: r.tokens, outputTokens: r.outputTokens }, e.time);
+        engines[d.instance]!.submit(
+          {
+            id: r.id,
+            tokens: r.tokens,
+            outputTokens: r.outputTokens,
+            ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+          },
+          e.time,
+        );
         runIfIdle(d.instance, e.time);
         break;
       }
       case 'iteration-end':
-        endIteration(e.instance, e.iteration, e.time);
+        endIteration(e.instance, e.iteration, e.start, e.time);
         break;
       case 'tick':
         policy.tick(e.time);

@@ -6,8 +6,17 @@ export interface WorkloadRequest {
   /** Arrival time in seconds from the start of the stream. */
   readonly arrival: number;
   readonly tokens: Tokens;
-  /** How many tokens the engine will generate (known to the workload, hidden from policies). */
+  /**
+   * How many tokens the engine will generate (known to the workload, hidden from policies): the true
+   * output length, an oracle no scheduler may read. At most `maxTokens` when that is given.
+   */
   readonly outputTokens: number;
+  /**
+   * The client's `max_tokens`: the most tokens it lets the engine generate, and all that schedulers
+   * know about the output in advance (a non-preempting engine reserves it). Absent: the engine's
+   * default applies (no-preempt's `defaultMaxOutputTokens`, capped by the context).
+   */
+  readonly maxTokens?: number;
   /** Requests of one conversation / agent chain / problem share a session id. */
   readonly sessionId?: string;
   /** Which generator (or trace) produced it, for mixed workloads and reports. */

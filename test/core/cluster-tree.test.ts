@@ -52,10 +52,15 @@ class Reference {
     for (let n = 1; n <= tokens.length; n++) this.cached[instance]!.add(key(tokens, n));
   }
 
+  /** A reported eviction: what an in-flight request on the instance goes through stays (it will be re-cached). */
   evict(tokens: Uint32Array, instance: number, kept: number): void {
     const head = key(tokens, kept + 1);
+    const held = new Set<string>();
+    for (const r of this.refs)
+      if (r.inflight && r.instance === instance)
+        for (let n = 1; n <= r.tokens.length; n++) held.add(key(r.tokens, n));
     for (const k of [...this.cached[instance]!])
-      if (k === head || k.startsWith(`${head},`)) this.cached[instance]!.delete(k);
+      if ((k === head || k.startsWith(`${head},`)) && !held.has(k)) this.cached[instance]!.delete(k);
   }
 
   cachedLength(query: Uint32Array, instance: number): number {
@@ -106,7 +111,8 @@ test('cluster tree agrees with a naive reference on random assign / finish / exp
           r.window = false;
         } else if (op.kind === 'evict') {
           const kept = op.kept % op.tokens.length;
-          tree.evictReported(op.instance, op.tokens, kept);
+          // Evicted now: no request was routed since, only in-flight pins hold nodes.
+          tree.evictReported(op.instance, op.tokens, kept, now);
           ref.evict(op.tokens, op.instance, kept);
         } else {
           tree.removeInstanceCache(op.instance);
@@ -186,4 +192,58 @@ test('eviction cost walks the LRU list from the oldest and skips the request pat
   });
   // Needs 5 tokens: [1,1,1,1] (4, oldest), then [2,2,2] is on the path and [3,3,3] is pinned.
   assert.deepEqual(victims, [[1, 4]]);
+});
+
+test('stale eviction reports (evicted before later routings) keep the tree consistent', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(opArb, fc.nat(4)), { maxLength: 60 }),
+      fc.array(tokensArb, { maxLength: 4 }),
+      (ops, queries) => {
+        const tree = new ClusterTree();
+        for (let i = 0; i < INSTANCES; i++) tree.addInstance(i, Number.POSITIVE_INFINITY);
+        const refs: {
+          leaf: ClusterNode | null;
+          instance: number;
+          tokens: Uint32Array;
+          at: number;
+          dropped: boolean;
+        }[] = [];
+        const live: typeof refs = [];
+        let now = 0;
+        let evictedAt = 0;
+        for (const [op, age] of ops) {
+          now += 1;
+          if (op.kind === 'assign') {
+            const leaf = tree.assign(op.tokens, op.instance, now, false);
+            const ref = { leaf, instance: op.instance, tokens: op.tokens, at: now, dropped: false };
+            refs.push(ref);
+            live.push(ref);
+          } else if (op.kind === 'finish' || op.kind === 'expire') {
+            if (live.length === 0) continue;
+            const [r] = live.splice(op.pick % live.length, 1);
+            tree.releaseInflight(r!.leaf, r!.instance);
+          } else if (op.kind === 'evict') {
+            // Reports come in the order the engine evicted, each possibly late.
+            evictedAt = Math.max(evictedAt, now - age);
+            tree.evictReported(op.instance, op.tokens, op.kept % op.tokens.length, evictedAt);
+            // A prompt routed after the eviction, or still in flight, keeps its whole path cached.
+            for (const r of refs) {
+              if (r.instance !== op.instance || r.dropped || (r.at <= evictedAt && !live.includes(r)))
+                continue;
+              tree.match(r.tokens);
+              assert.equal(tree.cachedOn(r.instance), r.tokens.length, 'a held prompt stays cached');
+            }
+          } else {
+            tree.removeInstanceCache(op.instance);
+            // The instance forgot its cache (it failed): nothing routed before holds anything there.
+            for (const r of refs) if (r.instance === op.instance) r.dropped = true;
+          }
+          tree.checkInvariants();
+          for (const q of queries) tree.match(q);
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
 });

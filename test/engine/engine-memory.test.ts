@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createFcfsPolicy } from '../../src/core/replica-queue/fcfs.ts';
+import { createNoPreemptPolicy } from '../../src/core/replica-queue/no-preempt.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { promptHash, withOutputs } from '../../src/engine/output-tokens.ts';
 import type { EngineEviction } from '../../src/engine/types.ts';
@@ -91,6 +92,7 @@ describe('Engine: preemption', () => {
     id: `r${i}`,
     tokens: seq(100, 1000 * (i + 1)),
     outputTokens: 150,
+    maxTokens: 150,
     arrival: 0,
   }));
 
@@ -147,7 +149,7 @@ describe('Engine: preemption', () => {
     assert.ok(log.finish.has('r1'));
   });
 
-  it('no-preempt reserves each output and never preempts', () => {
+  it("no-preempt reserves each request's max_tokens and never preempts", () => {
     const engine = new Engine({ costModel: linearCost(EASY, 600), queuePolicy: 'no-preempt' });
     const log = drive(engine, stream, (record, e) => {
       e.checkInvariants();
@@ -156,6 +158,49 @@ describe('Engine: preemption', () => {
     });
     assert.equal(log.finish.size, 4);
     assert.equal(engine.snapshot().preemptionsTotal, 0);
+  });
+
+  it('no-preempt reserves max_tokens, not the true output length (review 4.3)', () => {
+    // Each generates 10 tokens but allows 300: 100 + 300 reserved each, so only one fits in 600.
+    // Reserving the true length (an oracle) would run all four together (4 x 110 <= 600).
+    const short = stream.map((r) => ({ ...r, outputTokens: 10, maxTokens: 300 }));
+    const engine = new Engine({ costModel: linearCost(EASY, 600), queuePolicy: 'no-preempt' });
+    let most = 0;
+    const log = drive(engine, short, (record, e) => {
+      e.checkInvariants();
+      most = Math.max(most, record.batch.length);
+    });
+    assert.equal(most, 1);
+    assert.equal(log.finish.size, 4);
+  });
+
+  it('without max_tokens no-preempt reserves its default, and generation stops there', () => {
+    const policy = createNoPreemptPolicy({ defaultMaxOutputTokens: 200 });
+    const engine = new Engine({ costModel: linearCost(EASY, 10_000), queuePolicy: policy });
+    const finishes: number[] = [];
+    drive(engine, [{ id: 'long', tokens: seq(100, 1), outputTokens: 500, arrival: 0 }], (record) => {
+      for (const f of record.iteration.events.finished) finishes.push(f.outputTokens);
+    });
+    assert.deepEqual(finishes, [200]);
+    const fcfs = new Engine({ costModel: linearCost(EASY, 10_000), queuePolicy: 'fcfs' });
+    const all: number[] = [];
+    drive(fcfs, [{ id: 'long', tokens: seq(100, 1), outputTokens: 500, arrival: 0 }], (record) => {
+      for (const f of record.iteration.events.finished) all.push(f.outputTokens);
+    });
+    assert.deepEqual(all, [500], 'a preempting policy reserves nothing and generates the whole output');
+  });
+
+  it('generation stops at max_tokens', () => {
+    const engine = new Engine({ costModel: linearCost(EASY, 10_000), queuePolicy: 'lpm' });
+    const finishes: number[] = [];
+    drive(
+      engine,
+      [{ id: 'a', tokens: seq(100, 1), outputTokens: 500, maxTokens: 64, arrival: 0 }],
+      (record) => {
+        for (const f of record.iteration.events.finished) finishes.push(f.outputTokens);
+      },
+    );
+    assert.deepEqual(finishes, [64]);
   });
 
   it('a non-preempting policy whose reserve is too small is an error, not silent overflow', () => {

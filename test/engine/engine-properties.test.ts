@@ -19,6 +19,7 @@ interface Scenario {
     readonly prefix: number;
     readonly suffix: number;
     readonly output: number;
+    readonly slack: number;
     readonly gap: number;
     readonly repeat: number | null;
   }[];
@@ -38,6 +39,8 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
       prefix: fc.integer({ min: 0, max: 3 }), // 0: none, else one of the shared prefixes
       suffix: fc.integer({ min: 1, max: 80 }),
       output: fc.integer({ min: 1, max: 60 }),
+      // max_tokens beyond the true output (no-preempt reserves it; the default 1024 could not fit).
+      slack: fc.integer({ min: 0, max: 40 }),
       gap: fc.integer({ min: 0, max: 4 }),
       repeat: fc.option(fc.nat(), { nil: null }), // the same prompt as an earlier request
     }),
@@ -54,7 +57,7 @@ function requestsOf(s: Scenario): TimedRequest[] {
     const prefix =
       r.prefix === 0 ? new Uint32Array(0) : seq(s.prefixLengths[r.prefix - 1]!, 100_000 * r.prefix);
     const tokens = earlier?.tokens ?? concat(prefix, seq(r.suffix, 1_000_000 + 1000 * i));
-    out.push({ id: `q${i}`, tokens, outputTokens: r.output, arrival });
+    out.push({ id: `q${i}`, tokens, outputTokens: r.output, maxTokens: r.output + r.slack, arrival });
   });
   return out;
 }

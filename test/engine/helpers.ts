@@ -81,7 +81,15 @@ export function drive(
     if (!engine.hasWork() && next < pending.length) now = Math.max(now, pending[next]!.arrival);
     while (next < pending.length && pending[next]!.arrival <= now) {
       const r = pending[next++]!;
-      engine.submit({ id: r.id, tokens: r.tokens, outputTokens: r.outputTokens }, r.arrival);
+      engine.submit(
+        {
+          id: r.id,
+          tokens: r.tokens,
+          outputTokens: r.outputTokens,
+          ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+        },
+        r.arrival,
+      );
     }
     const iteration = engine.step(now);
     const record = { start: now, iteration, batch: engine.lastBatch() };

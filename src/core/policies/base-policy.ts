@@ -61,7 +61,13 @@ export abstract class BasePolicy<C extends InstanceCost = InstanceCost> implemen
     if (instance !== undefined) this.onReleased(id, instance, now, undefined);
   }
 
-  instanceEvicted(_instance: InstanceId, _path: Tokens, _keptTokens: number, _now: number): void {}
+  instanceEvicted(
+    _instance: InstanceId,
+    _path: Tokens,
+    _keptTokens: number,
+    _now: number,
+    _evictedAt?: number,
+  ): void {}
 
   instanceAdded(instance: InstanceId, info: InstanceInfo, _now: number): void {
     this.view.add(instance, info);

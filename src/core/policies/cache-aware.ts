@@ -147,9 +147,15 @@ export class CacheAwarePolicy extends BasePolicy<CacheAwareCost> {
     this.tree.deleteInstance(instance);
   }
 
-  override instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, now: number): void {
-    super.instanceEvicted(instance, path, keptTokens, now);
-    this.tree.evictReported(instance, path, keptTokens);
+  override instanceEvicted(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    now: number,
+    evictedAt = now,
+  ): void {
+    super.instanceEvicted(instance, path, keptTokens, now, evictedAt);
+    this.tree.evictReported(instance, path, keptTokens, evictedAt);
   }
 
   protected override onRouted(

@@ -183,9 +183,15 @@ export class KvCostPolicy extends BasePolicy<KvCostCost> {
     this.activeDecode.set(instance, 0);
   }
 
-  override instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, now: number): void {
-    super.instanceEvicted(instance, path, keptTokens, now);
-    this.tree.evictReported(instance, path, keptTokens);
+  override instanceEvicted(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    now: number,
+    evictedAt = now,
+  ): void {
+    super.instanceEvicted(instance, path, keptTokens, now, evictedAt);
+    this.tree.evictReported(instance, path, keptTokens, evictedAt);
   }
 
   protected override onRouted(request: RouteRequest, decision: RouteDecision<KvCostCost>, now: number): void {

@@ -21,6 +21,11 @@ export const noPreemptDefaults: Required<NoPreemptOptions> = {
  * its uncached prompt plus its whole possible output fits, so running requests never outgrow memory.
  * Queue order, stopping at the first request that does not fit. The engine must keep each admitted
  * request's reserve out of `freeKvTokens` until the request finishes.
+ *
+ * "Whole possible output" is what the client allows, `max_tokens` (`maxOutputTokens`), or
+ * `defaultMaxOutputTokens` when it gave none, capped by the context (seed 002: min(context, prompt +
+ * user max response)); never the true output length, which no scheduler knows in advance. A request
+ * usually stops well short of it, so the reserve over-reserves, which is this policy's known cost.
  */
 export function createNoPreemptPolicy(options: NoPreemptOptions = {}): QueuePolicy {
   const { defaultMaxOutputTokens: defaultOutput, maxContextTokens: maxContext } = withDefaults(

@@ -38,7 +38,8 @@ const QUEUE_POLICIES = {
     create: createLpmPolicy,
   }),
   'priority-groups': entry({
-    summary: "Preble's priority groups by cached share, mixed into each batch by rank",
+    summary:
+      "Preble's priority groups by cached share: each batch proportional to rank, highest first (mode=rotation: the authors' one group per iteration)",
     defaults: priorityGroupsDefaults,
     create: createPriorityGroupsPolicy,
   }),

@@ -1,7 +1,8 @@
 /**
  * Local (per-replica) waiting-queue policies. An engine calls `select` once per iteration to pick
  * which waiting requests join the next batch. Policies are pure: the answer depends only on the
- * arguments (scratch buffers may be reused between calls, never observable).
+ * arguments (scratch buffers may be reused between calls, never observable), except
+ * priority-groups' `rotation` mode, which remembers the group it serves next.
  *
  * Admission accounting, shared by every policy (see admission.ts):
  * - KV: a request needs `uncached = promptTokens - cachedTokens` new KV tokens plus the policy's

@@ -3,11 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { prefillTokens, uncachedTokens } from '../../../src/core/replica-queue/admission.ts';
 import { larryScore } from '../../../src/core/replica-queue/larry.ts';
-import {
-  nextGroupInMix,
-  priorityGroup,
-  proportionalSplit,
-} from '../../../src/core/replica-queue/priority-split.ts';
+import { priorityGroup, proportionalSplit } from '../../../src/core/replica-queue/priority-split.ts';
 import {
   createQueuePolicy,
   type QueuePolicyOptions,
@@ -16,9 +12,11 @@ import {
 import type { QueueContext, QueuedRequest, QueuePolicy } from '../../../src/core/replica-queue/types.ts';
 import { ctxArb, ids, queueArb } from './helpers.ts';
 
-const variants: { name: string; options: QueuePolicyOptions }[] = [
+/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation), so it is not checked for purity. */
+const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean }[] = [
   ...queuePolicyNames.map((name) => ({ name, options: {} })),
   { name: 'priority-groups', options: { groups: 3 } },
+  { name: 'priority-groups', options: { mode: 'rotation' }, stateful: true },
   { name: 'larry', options: { alpha: 0 } },
   { name: 'larry', options: { alpha: 1000 } },
   { name: 'no-preempt', options: { defaultMaxOutputTokens: 0, maxContextTokens: 3000 } },
@@ -68,7 +66,7 @@ function referenceAdmit(
 const frozen = (waiting: QueuedRequest[]) => Object.freeze(waiting.map((r) => Object.freeze({ ...r })));
 
 describe('every policy respects memory, slots and budget', () => {
-  for (const { name, options } of variants) {
+  for (const { name, options, stateful } of variants) {
     it(`${name} ${JSON.stringify(options)}`, () => {
       // One instance across runs: its scratch buffers are reused with queues of varying length.
       const policy = createQueuePolicy(name, options);
@@ -76,6 +74,7 @@ describe('every policy respects memory, slots and budget', () => {
         fc.property(queueArb(60), ctxArb, (waiting, context) => {
           const queue = frozen(waiting);
           checkLimits(policy, queue, context);
+          if (stateful === true) return;
           const fresh = createQueuePolicy(name, options);
           assert.deepEqual(ids(policy.select(queue, context)), ids(fresh.select(queue, context)), 'pure');
         }),
@@ -126,22 +125,36 @@ describe('orders, against a plain sort and the plain admission rules', () => {
     );
   });
 
-  it('priority-groups admits a prefix of the proportional mix, FCFS within each group', () => {
+  it('priority-groups: quotas over what the iteration admits highest group first, then the rest; FCFS within', () => {
     fc.assert(
       fc.property(queueArb(), ctxArb, fc.integer({ min: 1, max: 12 }), (waiting, context, groups) => {
         const policy = createQueuePolicy('priority-groups', { groups });
         const buckets = Array.from({ length: groups }, (_, g) =>
           waiting.filter((r) => priorityGroup(r.cachedTokens, r.promptTokens, groups) === g),
         );
+        const highestFirst = buckets.toReversed().flat();
+        const n = referenceAdmit(highestFirst, context).length;
         const quotas = proportionalSplit(
-          Math.min(context.maxRequests, waiting.length),
+          n,
           buckets.map((b) => b.length),
         );
-        const taken = new Uint32Array(groups);
         const order: QueuedRequest[] = [];
-        for (let g = nextGroupInMix(quotas, taken); g >= 0; g = nextGroupInMix(quotas, taken)) {
-          order.push(buckets[g]![taken[g]!++]!);
-        }
+        for (let g = groups - 1; g >= 0; g--) order.push(...buckets[g]!.slice(0, quotas[g]));
+        for (let g = groups - 1; g >= 0; g--) order.push(...buckets[g]!.slice(quotas[g]));
+        assert.deepEqual(ids(policy.select(waiting, context)), referenceAdmit(order, context));
+      }),
+    );
+  });
+
+  it('priority-groups rotation serves the highest non-empty group first, at most (g + 1) x 10, FCFS', () => {
+    fc.assert(
+      fc.property(queueArb(), ctxArb, fc.integer({ min: 1, max: 12 }), (waiting, context, groups) => {
+        const policy = createQueuePolicy('priority-groups', { groups, mode: 'rotation' });
+        const buckets = Array.from({ length: groups }, (_, g) =>
+          waiting.filter((r) => priorityGroup(r.cachedTokens, r.promptTokens, groups) === g),
+        );
+        const top = buckets.findLastIndex((b) => b.length > 0);
+        const order = top < 0 ? [] : buckets[top]!.slice(0, (top + 1) * 10);
         assert.deepEqual(ids(policy.select(waiting, context)), referenceAdmit(order, context));
       }),
     );

@@ -202,8 +202,14 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     }
   }
 
-  override instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, _now: number): void {
-    this.tree.evictReported(instance, path, keptTokens);
+  override instanceEvicted(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    now: number,
+    evictedAt = now,
+  ): void {
+    this.tree.evictReported(instance, path, keptTokens, evictedAt);
   }
 
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {

@@ -250,6 +250,66 @@ test('reported evictions remove the prefix from the instance view', () => {
   p.tree.checkInvariants();
 });
 
+test('a stale eviction report does not un-cache a prefix a later request re-pinned (review 4.1)', () => {
+  // The review's demonstration: A caches a 4000-token prefix on 0; the engine evicts it at 1.5
+  // (an iteration start) and reports it at 1.6 (that iteration's end); B, routed at 1.55 through
+  // the same prefix, exploits 0 and the engine will recompute and re-cache it. C must still see it.
+  const p = e2(2);
+  const prefix = seq(4000, 0);
+  const a = route(p, concat(prefix, seq(10, 100_000)), 0);
+  p.requestFinished(a.id, 1, finished(4010));
+  const b = route(p, concat(prefix, seq(10, 200_000)), 1.55);
+  assert.equal(b.branch, 'exploit');
+  assert.equal(b.instance, 0);
+  p.instanceEvicted(0, concat(prefix, seq(10, 100_000)), 0, 1.6, 1.5);
+  p.tree.checkInvariants();
+  p.requestFinished(b.id, 2, finished(4010, 0));
+  const c = route(p, concat(prefix, seq(10, 300_000)), 3);
+  assert.equal(c.branch, 'exploit');
+  assert.equal(c.instance, 0);
+  assert.equal(c.matchedTokens, 4000);
+  p.tree.checkInvariants();
+});
+
+test('a stale report is clipped: the re-used branch stays cached, the branch nobody used since leaves', () => {
+  const p = e2(2);
+  const prefix = seq(400, 0);
+  const x = concat(prefix, seq(300, 10_000));
+  const y = concat(prefix, seq(300, 20_000));
+  for (const [t, tokens] of [
+    [0, x],
+    [0.1, y],
+  ] as const) {
+    const d = route(p, tokens, t);
+    p.requestFinished(d.id, t + 0.5, finished(700));
+  }
+  // Evicted at 1.5 (everything below the root); B went through x at 1.55 and finished by 1.9,
+  // before the report at 2: its access, not a pin, tells that x is cached again.
+  const b = route(p, x, 1.55);
+  assert.equal(b.instance, 0);
+  p.requestFinished(b.id, 1.9, finished(700, 700));
+  p.instanceEvicted(0, y, 0, 2, 1.5);
+  p.tree.checkInvariants();
+  const again = route(p, concat(x, seq(5, 90_000)), 3);
+  assert.equal(again.matchedTokens, 700, 'x was re-used after the eviction');
+  const other = route(p, concat(y, seq(5, 90_000)), 3);
+  assert.equal(costOf(other, 0).matchedTokens, 400, 'y only keeps the shared prefix');
+  p.tree.checkInvariants();
+});
+
+test('a report at its own time still evicts what nobody used since', () => {
+  const p = e2(2);
+  const a = route(p, seq(100, 0), 0);
+  p.requestFinished(a.id, 1, finished(100));
+  const b = route(p, seq(100, 0), 1.2);
+  p.requestFinished(b.id, 1.4, finished(100, 100));
+  // Evicted at 1.5, after B's use: the report applies.
+  p.instanceEvicted(0, seq(100, 0), 40, 1.6, 1.5);
+  const d = route(p, concat(seq(100, 0), seq(10, 900)), 3);
+  assert.equal(costOf(d, 0).matchedTokens, 40);
+  p.tree.checkInvariants();
+});
+
 test('adjustments expire after one window even with rebalancing off (replication-only ablation)', () => {
   const p = e2(2, {
     windowSeconds: 10,
