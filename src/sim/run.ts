@@ -19,8 +19,7 @@ export interface SimSpec {
   readonly seed: number;
   /**
    * The engines' waiting-queue policy. 'auto' = SGLang's lpm for every global policy, so that runs
-   * compare global policies alone. Preble's priority groups are a step of the ablation: mixing every
-   * group in each batch thrashes the cache under memory pressure (docs/results/README.md).
+   * compare global policies alone; Preble's priority groups are a step of the ablation.
    */
   readonly queuePolicy?: QueuePolicyName | 'auto';
   /** Chunked-prefill token budget per iteration. */
