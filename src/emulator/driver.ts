@@ -6,10 +6,21 @@ import type { EngineFinish } from '../engine/types.ts';
 export interface RequestListener {
   /** The request was admitted; `cachedTokens` prompt tokens were found in the prefix cache. */
   onStart?(cachedTokens: number): void;
-  /** One generated token, with its 0-based index among the request's output. */
-  onToken?(index: number): void;
+  /**
+   * One generated token, with its 0-based index among the request's output; the first one comes with
+   * the request's queueing and prefill times.
+   */
+  onToken?(index: number, first?: FirstTokenTiming): void;
   /** All tokens produced (always after the last `onToken`). */
   onFinish?(finish: EngineFinish): void;
+}
+
+/** When a request's first token came: wall-clock seconds (engine seconds / time scale). */
+export interface FirstTokenTiming {
+  /** Submission to admission into a batch. */
+  readonly queueSeconds: number;
+  /** Admission into a batch to the first token. */
+  readonly prefillSeconds: number;
 }
 
 /** A finished request's timings in engine seconds (vLLM's breakdown) and sizes. */
@@ -174,14 +185,20 @@ export class WallClockDriver {
         finish !== undefined ? finish.outputTokens : (this.engine.request(id)?.generated ?? 0);
       while (p.delivered < generated && this.pending.has(id)) {
         const index = p.delivered++;
+        let first: FirstTokenTiming | undefined;
         if (index === 0) {
           p.firstTokenAt = end;
           observer?.firstToken(end - p.submittedAt);
+          const startedAt = p.startedAt >= 0 ? p.startedAt : p.submittedAt;
+          first = {
+            queueSeconds: (startedAt - p.submittedAt) / this.timeScale,
+            prefillSeconds: (end - startedAt) / this.timeScale,
+          };
         } else {
           observer?.nextToken(end - p.lastTokenAt);
         }
         p.lastTokenAt = end;
-        p.listener.onToken?.(index);
+        p.listener.onToken?.(index, first);
       }
       if (finish !== undefined && this.pending.has(id)) {
         this.pending.delete(id);

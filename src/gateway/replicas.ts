@@ -29,6 +29,8 @@ export interface Replica {
   readonly url: string;
   readonly dialect: Dialect;
   readonly kvTokens: number;
+  /** Where the replica publishes its KV-cache events (vLLM's ZMQ format); undefined: none. */
+  readonly kvEvents: string | undefined;
   readonly pool: Pool;
   /** A small pool of its own for health checks, metrics and /tokenize, so busy traffic never starves them. */
   readonly control: Pool;
@@ -66,6 +68,8 @@ export interface NewReplica {
   readonly url: string;
   readonly dialect: DialectName;
   readonly kvTokens: number;
+  /** Its KV-cache event endpoint (`tcp://host:port`), if it publishes one. */
+  readonly kvEvents?: string | undefined;
   /** The model it serves, if configured; else the gateway reads its /v1/models. */
   readonly model?: string | undefined;
 }
@@ -97,6 +101,7 @@ export class ReplicaSet {
       url: parsed.origin,
       dialect: dialectOf(spec.dialect),
       kvTokens: spec.kvTokens,
+      kvEvents: spec.kvEvents,
       pool: new Pool(parsed.origin, {
         connections: 64,
         pipelining: 1,

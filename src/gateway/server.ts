@@ -150,6 +150,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     replicas,
     metrics,
     now,
+    timeScale,
     timeouts,
     tokenizer,
     admission,
