@@ -102,7 +102,10 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     // Without KV events, a cached count below what the policy believed tells of an eviction.
     if (replica.kvEvents === undefined) {
       const kept = cachedTokensEviction(a.tokens, a.decision.matchedTokens, counts);
-      if (kept !== undefined) a.policy.instanceEvicted(replica.id, a.tokens, kept, now);
+      if (kept !== undefined) {
+        a.policy.instanceEvicted(replica.id, a.tokens, kept, now);
+        ctx.metrics.evictions.inc({ replica: label, source: 'cached_tokens' });
+      }
     }
   };
   const firstToken = (chunk: FinalReport) => {

@@ -62,16 +62,20 @@ export interface ReplicaSetOptions {
   readonly unhealthyAfter: number;
   /** Called whenever a replica's view state changes (metrics, logs). */
   readonly onChange?: (replica: Replica, from: ViewState) => void;
+  /** Called once a replica was added (at start-up or through the admin API). */
+  readonly onAdded?: (replica: Replica) => void;
+  /** Called once a replica was removed for good. */
+  readonly onRemoved?: (replica: Replica) => void;
 }
 
 export interface NewReplica {
   readonly url: string;
   readonly dialect: DialectName;
   readonly kvTokens: number;
-  /** Its KV-cache event endpoint (`tcp://host:port`), if it publishes one. */
-  readonly kvEvents?: string | undefined;
   /** The model it serves, if configured; else the gateway reads its /v1/models. */
   readonly model?: string | undefined;
+  /** Its KV-cache event endpoint (`tcp://host:port`), if it publishes one. */
+  readonly kvEvents?: string | undefined;
 }
 
 /**
@@ -127,6 +131,7 @@ export class ReplicaSet {
     this.replicas.push(replica);
     if (spec.model !== undefined) replica.modelPool = this.poolOf(spec.model);
     this.reconcile(replica);
+    this.options.onAdded?.(replica);
     return replica;
   }
 
@@ -230,6 +235,7 @@ export class ReplicaSet {
   async remove(replica: Replica): Promise<void> {
     replica.removed = true;
     this.reconcile(replica);
+    this.options.onRemoved?.(replica);
     await Promise.all([replica.pool.close(), replica.control.close()]);
   }
 
