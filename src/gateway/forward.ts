@@ -316,9 +316,11 @@ async function gatherStream(
   const fields = new ReportFields();
   const aggregate = new StreamAggregator(a.kind);
   let output = false;
+  let complete = false;
   const events = new SseSplitter();
   for await (const chunk of body) {
     for (const { data } of events.push(chunk)) {
+      if (data === '[DONE]') complete = true;
       if (data === '' || data === '[DONE]') continue;
       const parsed = parseChunk(data);
       if (parsed === undefined) continue;
@@ -330,8 +332,12 @@ async function gatherStream(
         output = true;
         hooks.firstToken(parsed);
       }
+      if (parsed.choices?.some((c) => c.finish_reason !== null && c.finish_reason !== undefined))
+        complete = true;
     }
   }
+  // A stream closed cleanly but cut short (no choice ended, no [DONE]) is no answer: try elsewhere.
+  if (!complete) throw new UpstreamStreamError('its stream ended before the answer was complete');
   hooks.finished(fields.report);
   markReply(reply, a);
   reply.send(aggregate.result());

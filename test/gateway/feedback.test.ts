@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
@@ -240,5 +241,40 @@ describe('policy feedback from the live gateway', () => {
     assert.deepEqual([...evictions[0]!.path], [...encodeChars(first)]);
     assert.equal(evictions[0]!.keptTokens, cached);
     assert.equal(await gatewayMetric(gw, 'preble_replica_evictions_total', { source: 'cached_tokens' }), 1);
+  });
+
+  it('a replica whose stream ends early (cleanly, no finish) fails the attempt; a non-streamed request is retried elsewhere', async () => {
+    const cut = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(
+          'data: {"id":"x","object":"text_completion","created":0,"model":"m","choices":[{"index":0,"text":"partial","finish_reason":null}]}\n\n',
+        );
+      });
+    });
+    await new Promise<void>((resolve) => cut.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => cut.close(resolve)));
+    const good = await engine();
+    const { url, policy } = await gateway([
+      { url: `http://127.0.0.1:${(cut.address() as { port: number }).port}` },
+      { url: good.url },
+    ]);
+    const answer = JSON.parse(
+      await post(url, '/v1/completions', { prompt: 'hello there', max_tokens: 3 }),
+    ) as {
+      choices: { text: string; finish_reason: string }[];
+    };
+    assert.equal(answer.choices[0]!.finish_reason, 'length');
+    assert.notEqual(answer.choices[0]!.text, 'partial');
+    const [firstTry, retry] = policy.calls.filter((c) => c.method === 'route').map((c) => c.id);
+    assert.deepEqual(
+      policy.of(firstTry!).map((c) => c.method),
+      ['route', 'requestStarted', 'requestFirstToken', 'requestFailed'],
+    );
+    assert.deepEqual(
+      policy.of(retry!).map((c) => c.method),
+      ['route', 'requestStarted', 'requestFirstToken', 'requestFinished'],
+    );
   });
 });
