@@ -346,19 +346,23 @@ function logFeedback(app: FastifyInstance, replicas: readonly Replica[]): void {
   for (const r of replicas) byDialect.set(r.dialect.name, [...(byDialect.get(r.dialect.name) ?? []), r]);
   for (const [name, rs] of byDialect) {
     const f = rs[0]!.dialect.feedback;
+    // Any replica given a kvEvents endpoint is subscribed to; the rest fall back to cached tokens.
     const withEvents = rs.filter((r) => r.kvEvents !== undefined).length;
     const evictions =
-      f.evictions === 'kv-events' && withEvents === rs.length
+      withEvents === rs.length
         ? 'kv-events'
-        : f.evictions === 'kv-events' && withEvents > 0
+        : withEvents > 0
           ? `kv-events on ${withEvents} of ${rs.length} replicas, cached-tokens on the rest`
           : 'cached-tokens';
     const entry = { dialect: name, replicas: rs.length, ...f, evictions };
     app.log.info(entry, 'policy feedback available');
-    if (f.started !== 'engine' || evictions !== 'kv-events')
-      app.log.warn(
-        entry,
-        `${name} replicas: ${f.started === 'engine' ? '' : `requestStarted is ${f.started === 'engine-opt-in' ? 'dated only if the engine reports it, else ' : ''}at the first token; `}${evictions === 'kv-events' ? '' : 'evictions are inferred from reported cached tokens; '}${f.note ?? ''}`,
+    const missing: string[] = [];
+    if (f.started === 'first-token') missing.push("requestStarted is the first token's time");
+    if (f.started === 'engine-opt-in')
+      missing.push(
+        "requestStarted is dated only if the engine reports it, else it is the first token's time",
       );
+    if (evictions !== 'kv-events') missing.push('evictions are inferred from reported cached tokens');
+    if (missing.length > 0) app.log.warn(entry, `${name} replicas: ${[...missing, f.note ?? ''].join('; ')}`);
   }
 }
