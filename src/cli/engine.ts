@@ -26,6 +26,8 @@ interface EngineFlags {
   stallAfter?: number;
   healthStatus: number;
   faultAdmin?: boolean;
+  kvEvents?: string;
+  kvBlockSize: number;
 }
 
 function port(value: string): number {
@@ -64,6 +66,11 @@ export function registerEngine(program: Command): void {
       DEFAULT_QUEUE_POLICY,
     )
     .option('--time-scale <x>', 'engine seconds per wall-clock second (>1 runs faster)', positiveNumber, 1)
+    .option(
+      '--kv-events <endpoint>',
+      'publish KV-cache events as vLLM does (ZMQ PUB, msgpack) on this endpoint, e.g. tcp://127.0.0.1:5557 (port 0: a free one, printed on stderr)',
+    )
+    .option('--kv-block-size <n>', 'tokens per block in the KV events', positiveInt, 16)
     .option('--seed <s>', 'shifts the generated text and seeds --fail-rate', nonNegativeInt, 0)
     .option('--body-limit <bytes>', 'largest request body', positiveInt, DEFAULT_BODY_LIMIT)
     .option('--grace <s>', 'seconds in-flight requests get to finish on SIGTERM', positiveNumber, 5)
@@ -121,8 +128,11 @@ async function runEngine(flags: EngineFlags): Promise<void> {
       healthStatus: flags.healthStatus,
     },
     faultAdmin: flags.faultAdmin === true,
+    ...(flags.kvEvents === undefined ? {} : { kvEvents: flags.kvEvents, kvBlockSize: flags.kvBlockSize }),
   });
   const { url } = await server.listen(flags.port, flags.host);
+  if (server.kvEvents !== undefined)
+    process.stderr.write(`preble engine: KV events on ${server.kvEvents.endpoint}\n`);
   process.stdout.write(`listening on ${url}\n`);
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {

@@ -1,15 +1,26 @@
 import type { Tokens } from '../core/types.ts';
 import type { Engine } from '../engine/engine.ts';
-import type { EngineFinish } from '../engine/types.ts';
+import type { EngineEviction, EngineFinish } from '../engine/types.ts';
 
 /** What a request's owner hears as the engine runs it. */
 export interface RequestListener {
   /** The request was admitted; `cachedTokens` prompt tokens were found in the prefix cache. */
   onStart?(cachedTokens: number): void;
-  /** One generated token, with its 0-based index among the request's output. */
-  onToken?(index: number): void;
+  /**
+   * One generated token, with its 0-based index among the request's output; the first one comes with
+   * the request's queueing and prefill times.
+   */
+  onToken?(index: number, first?: FirstTokenTiming): void;
   /** All tokens produced (always after the last `onToken`). */
   onFinish?(finish: EngineFinish): void;
+}
+
+/** When a request's first token came: wall-clock seconds (engine seconds / time scale). */
+export interface FirstTokenTiming {
+  /** Submission to admission into a batch. */
+  readonly queueSeconds: number;
+  /** Admission into a batch to the first token. */
+  readonly prefillSeconds: number;
 }
 
 /** A finished request's timings in engine seconds (vLLM's breakdown) and sizes. */
@@ -37,6 +48,16 @@ export interface RequestObserver {
   aborted(): void;
 }
 
+/** Hears how the engine's prefix cache changes (`preble engine --kv-events`), once per iteration. */
+export interface CacheObserver {
+  /** A prompt's prefill completed (its first token came): the prompt is cached. */
+  stored(tokens: Tokens): void;
+  /** The iteration evicted `path[keptTokens..]`. */
+  evicted(eviction: EngineEviction): void;
+  /** The iteration's changes are complete. */
+  flush(): void;
+}
+
 export interface DriverOptions {
   /** Engine seconds per wall-clock second: 1000 runs the emulation 1000 times faster. Default 1. */
   readonly timeScale?: number;
@@ -46,10 +67,13 @@ export interface DriverOptions {
   readonly schedule?: (callback: () => void, delayMs: number) => { cancel(): void };
   /** Told of first tokens, tokens and finishes (metrics). */
   readonly observer?: RequestObserver;
+  /** Told of the prefix cache's changes (KV events). */
+  readonly cacheObserver?: CacheObserver;
 }
 
 interface Pending {
   readonly listener: RequestListener;
+  readonly tokens: Tokens;
   delivered: number;
   /** Engine times: submission, first admission, first token, latest token (-1 until they happen). */
   readonly submittedAt: number;
@@ -75,6 +99,7 @@ export class WallClockDriver {
   private readonly schedule: (callback: () => void, delayMs: number) => { cancel(): void };
   private readonly epoch: number;
   private readonly observer: RequestObserver | undefined;
+  private readonly cacheObserver: CacheObserver | undefined;
   private readonly pending = new Map<string, Pending>();
   private timer: { cancel(): void } | undefined;
   private engineNow = 0;
@@ -90,6 +115,7 @@ export class WallClockDriver {
     this.clock = options.clock ?? (() => performance.now() / 1000);
     this.schedule = options.schedule ?? defaultSchedule;
     this.observer = options.observer;
+    this.cacheObserver = options.cacheObserver;
     this.epoch = this.clock();
   }
 
@@ -112,6 +138,7 @@ export class WallClockDriver {
     this.engine.submit({ id, tokens, outputTokens }, now);
     this.pending.set(id, {
       listener,
+      tokens,
       delivered: 0,
       submittedAt: now,
       startedAt: -1,
@@ -146,7 +173,10 @@ export class WallClockDriver {
     this.timer = this.schedule(() => {
       this.timer = undefined;
       if (end > this.engineNow) this.engineNow = end;
+      // Evictions made room for this iteration's work: they are told before what it cached.
+      for (const e of iteration.events.evictions) this.cacheObserver?.evicted(e);
       this.deliver(iteration.events.started, iteration.events.finished, start, end);
+      this.cacheObserver?.flush();
       this.runIteration();
     }, delayMs);
   }
@@ -174,14 +204,21 @@ export class WallClockDriver {
         finish !== undefined ? finish.outputTokens : (this.engine.request(id)?.generated ?? 0);
       while (p.delivered < generated && this.pending.has(id)) {
         const index = p.delivered++;
+        let first: FirstTokenTiming | undefined;
         if (index === 0) {
           p.firstTokenAt = end;
+          this.cacheObserver?.stored(p.tokens);
           observer?.firstToken(end - p.submittedAt);
+          const startedAt = p.startedAt >= 0 ? p.startedAt : p.submittedAt;
+          first = {
+            queueSeconds: (startedAt - p.submittedAt) / this.timeScale,
+            prefillSeconds: (end - startedAt) / this.timeScale,
+          };
         } else {
           observer?.nextToken(end - p.lastTokenAt);
         }
         p.lastTokenAt = end;
-        p.listener.onToken?.(index);
+        p.listener.onToken?.(index, first);
       }
       if (finish !== undefined && this.pending.has(id)) {
         this.pending.delete(id);

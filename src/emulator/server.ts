@@ -1,13 +1,14 @@
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import { Engine } from '../engine/engine.ts';
 import type { ServerContext } from './context.ts';
 import { DEFAULT_BODY_LIMIT, DEFAULT_MODEL, DEFAULT_QUEUE_POLICY } from './defaults.ts';
-import { type DriverOptions, WallClockDriver } from './driver.ts';
+import { type CacheObserver, type DriverOptions, WallClockDriver } from './driver.ts';
 import { errorBody, HttpError } from './errors.ts';
 import { type FaultSettings, Faults, faultHooks } from './faults.ts';
+import { KvEventPublisher } from './kv-events.ts';
 import { engineMetrics } from './metrics.ts';
 import { requestMetrics } from './request-metrics.ts';
 import { chatRoute } from './routes/chat.ts';
@@ -35,6 +36,13 @@ export interface EngineServerOptions {
   readonly faultAdmin?: boolean;
   /** Largest request body in bytes. Default 4 MiB. */
   readonly bodyLimit?: number;
+  /**
+   * Publish KV-cache events as vLLM does (ZMQ PUB, msgpack batches) on this endpoint, e.g.
+   * `tcp://127.0.0.1:5557` (port 0: a free one; see `kvEventsEndpoint`).
+   */
+  readonly kvEvents?: string;
+  /** Tokens per block in the KV events. Default 16 (vLLM's). */
+  readonly kvBlockSize?: number;
   /** Test hooks for the driver's clock and timer. */
   readonly clock?: DriverOptions['clock'];
   readonly schedule?: DriverOptions['schedule'];
@@ -46,7 +54,9 @@ export interface EngineServer {
   readonly registry: Registry;
   readonly model: string;
   readonly faults: Faults;
-  /** Start listening; resolves to the bound address (port 0 picks a free one). */
+  /** The KV event publisher once listening, when `kvEvents` was given. */
+  readonly kvEvents: KvEventPublisher | undefined;
+  /** Start listening (and bind the KV event socket); resolves to the bound address (port 0 picks a free one). */
   listen(port: number, host?: string): Promise<{ host: string; port: number; url: string }>;
   /** Stop accepting, wait for in-flight requests up to `graceMs`, then drop what is left. */
   close(graceMs?: number): Promise<void>;
@@ -66,11 +76,30 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
   const costModel = costModelPreset(model, { kvCapacityTokens: options.kvTokens });
   const engine = new Engine({ costModel, queuePolicy });
   const registry = engineMetrics(engine, model);
+  let publisher: KvEventPublisher | undefined;
+  const cacheObserver: CacheObserver | undefined =
+    options.kvEvents === undefined
+      ? undefined
+      : {
+          stored: (tokens) => publisher?.stored(tokens),
+          evicted: (e) => publisher?.evicted(e),
+          flush: () => publisher?.flush(),
+        };
+  if (cacheObserver !== undefined)
+    new Gauge({
+      name: 'preble:kv_event_subscribers',
+      help: 'Subscribers connected to the KV event socket',
+      registers: [registry],
+      collect() {
+        this.set(publisher?.subscribers ?? 0);
+      },
+    });
   const driver = new WallClockDriver(engine, {
     timeScale: options.timeScale,
     clock: options.clock,
     schedule: options.schedule,
     observer: requestMetrics(registry, model, engine.kvCapacityTokens),
+    ...(cacheObserver === undefined ? {} : { cacheObserver }),
   });
   const ctx: ServerContext = {
     driver,
@@ -127,7 +156,12 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
     registry,
     model,
     faults,
+    get kvEvents() {
+      return publisher;
+    },
     async listen(port, host = '127.0.0.1') {
+      if (options.kvEvents !== undefined && publisher === undefined)
+        publisher = await KvEventPublisher.bind(options.kvEvents, options.kvBlockSize);
       await app.listen({ port, host });
       const address = app.server.address();
       if (address === null || typeof address === 'string') throw new Error('server: no TCP address');
@@ -146,6 +180,7 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
       await Promise.race([app.close(), deadline]);
       clearTimeout(timer);
       driver.close();
+      publisher?.close();
     },
   };
 }

@@ -90,7 +90,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
       admin.post('/replicas', async (request, reply) => {
         const parsed = replicaSchema.safeParse(request.body);
         if (!parsed.success) return badBody(reply, parsed.error);
-        const { url, dialect, kvTokens, model } = parsed.data;
+        const { url, dialect, kvTokens, model, kvEvents } = parsed.data;
         if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
           return sendError(
             reply,
@@ -104,6 +104,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
           dialect,
           kvTokens: kvTokens ?? ctx.defaultKvTokens,
           model: model ?? ctx.defaultModel,
+          kvEvents,
         });
         if (r.configuredModel === undefined) await ctx.discoverModels();
         return reply.code(201).send(describeReplica(r, ctx.now()));

@@ -22,6 +22,11 @@ export const replicaSchema = z
     kvTokens: positiveCount.optional(),
     /** The model it serves; absent: the top-level `model`, else its own /v1/models says. */
     model: z.string().min(1).optional(),
+    /** Its KV-cache event endpoint (vLLM's ZMQ PUB format), e.g. tcp://10.0.0.6:5557; absent: none. */
+    kvEvents: z
+      .string()
+      .regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint such as tcp://host:port')
+      .optional(),
   })
   .strict();
 
@@ -178,12 +183,13 @@ export function readConfigFile(path: string): Record<string, unknown> {
 /** Replica entries in their full form. */
 export function normalizeReplicas(
   config: GatewayConfig,
-): { url: string; dialect: DialectName; kvTokens?: number; model?: string }[] {
+): { url: string; dialect: DialectName; kvTokens?: number; model?: string; kvEvents?: string }[] {
   return config.replicas.map((r) => ({
     url: r.url,
     dialect: r.dialect,
     ...(r.kvTokens === undefined ? {} : { kvTokens: r.kvTokens }),
     ...(r.model === undefined ? {} : { model: r.model }),
+    ...(r.kvEvents === undefined ? {} : { kvEvents: r.kvEvents }),
   }));
 }
 

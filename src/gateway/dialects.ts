@@ -13,10 +13,51 @@ export interface LlamaTimings {
   cache_n?: number;
   prompt_n?: number;
   predicted_n?: number;
+  /** Wall-clock milliseconds the prompt took (llama-server: from the slot's start to the first token). */
+  prompt_ms?: number;
 }
+/** `preble engine`'s own per-choice timing, on the chunk of a choice's first token (wall-clock ms). */
+export interface PrebleTiming {
+  /** Submission to admission into a batch. */
+  queue_ms?: number;
+  /** Admission into a batch to the first token. */
+  prefill_ms?: number;
+}
+/** vLLM's per-request metrics (`--enable-per-request-metrics` and `include_metrics`), wall-clock ms. */
+export interface VllmMetrics {
+  /** From when the request was scheduled (admitted) to its first token. */
+  time_to_first_token_ms?: number;
+  queue_time_ms?: number;
+}
+/** The parts of an upstream chunk (or final answer) the gateway reads for feedback. */
 export interface FinalReport {
-  readonly usage?: UpstreamUsage | undefined;
+  readonly usage?: UpstreamUsage | null | undefined;
   readonly timings?: LlamaTimings | undefined;
+  readonly preble_timing?: PrebleTiming | undefined;
+  readonly metrics?: VllmMetrics | undefined;
+}
+
+/**
+ * Which feedback of the policy contract a dialect can give (docs/gateway.md, "Feedback per dialect").
+ * - started: `engine` = the engine reports when it admitted the request into a batch (the gateway
+ *   subtracts that prefill time from the first token's time); `engine-opt-in` = only when the engine
+ *   is started with the option named in `note`, else as `first-token`; `first-token` = not reported:
+ *   requestStarted is called at the first token's time.
+ * - firstToken: every request is streamed upstream, so the first token's arrival is always known.
+ * - evictions: `kv-events` = the engine can publish KV-cache events (a replica's `kvEvents:`
+ *   endpoint); without them, and for `cached-tokens` dialects always, evictions are inferred from the
+ *   cached-token counts responses report.
+ * - loadSignal: load gauges read from the engine's /metrics.
+ * - tokens: the real prompt / cached / output token counts of a finished request.
+ */
+export interface FeedbackSupport {
+  readonly started: 'engine' | 'engine-opt-in' | 'first-token';
+  readonly firstToken: 'stream';
+  readonly evictions: 'kv-events' | 'cached-tokens';
+  readonly loadSignal: boolean;
+  readonly tokens: 'usage' | 'usage-or-timings';
+  /** What the engine needs for any of it, in words (logged at start-up). */
+  readonly note?: string;
 }
 
 /** POST a JSON body to the replica, answer its JSON (the dialect needs nothing else of HTTP). */
@@ -29,21 +70,35 @@ export interface Dialect {
   readonly exclusivePrefixes: boolean;
   /** The most choices (`n`) one request may ask of it. */
   readonly maxChoices: number;
-  /** The body sent upstream: the client's, plus what the gateway needs for routing feedback. */
-  shapeBody(body: Readonly<Record<string, unknown>>, stream: boolean): Record<string, unknown>;
+  /** Which feedback the gateway can give the policy for replicas of this dialect. */
+  readonly feedback: FeedbackSupport;
+  /**
+   * The body sent upstream: the client's, always streamed (so the first token's time is known for
+   * every request) with usage asked for, plus what the gateway needs for routing feedback.
+   */
+  shapeBody(body: Readonly<Record<string, unknown>>): Record<string, unknown>;
   /** Token counts of a finished request from the engine's final report. */
   countsFrom(report: FinalReport, fallbackPromptTokens: number): FinishCounts;
+  /**
+   * Wall-clock seconds from the request's admission into a batch to its first token, when this chunk
+   * (the first token's, or the final report) says; undefined when it does not.
+   */
+  prefillSeconds(report: FinalReport): number | undefined;
   /** Load signals from the engine's /metrics text; undefined when the text has none of its names. */
   loadSignal(metricsText: string, assumedCapacityTokens: number): InstanceLoadSignal | undefined;
   /** The engine's own token ids for a request (the `backend` tokenizer mode). */
   tokenize(input: PromptInput, model: string | undefined, post: PostJson): Promise<Tokens>;
 }
 
-/** Streams always ask for usage: the replica's counts are the policy's feedback. */
-function withStreamUsage(body: Readonly<Record<string, unknown>>, stream: boolean): Record<string, unknown> {
-  if (!stream) return { ...body };
+/** Upstream always streams and asks for usage: the replica's counts are the policy's feedback. */
+function withStreamUsage(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const options = (body['stream_options'] as Record<string, unknown> | null | undefined) ?? {};
-  return { ...body, stream_options: { ...options, include_usage: true } };
+  return { ...body, stream: true, stream_options: { ...options, include_usage: true } };
+}
+
+/** A non-negative finite number of milliseconds as seconds, else undefined. */
+function msToSeconds(ms: unknown): number | undefined {
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms / 1000 : undefined;
 }
 
 function openAiCounts(report: FinalReport, fallbackPromptTokens: number): FinishCounts {
@@ -117,8 +172,17 @@ const preble: Dialect = {
   name: 'preble',
   exclusivePrefixes: false,
   maxChoices: Number.POSITIVE_INFINITY,
+  feedback: {
+    started: 'engine',
+    firstToken: 'stream',
+    evictions: 'kv-events',
+    loadSignal: true,
+    tokens: 'usage',
+    note: "evictions as events need `preble engine --kv-events` and the replica's kvEvents:",
+  },
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
+  prefillSeconds: (r) => msToSeconds(r.preble_timing?.prefill_ms),
   loadSignal: (text, capacity) =>
     gaugeSignal(text, capacity, {
       ...vllmNames,
@@ -133,8 +197,20 @@ const vllm: Dialect = {
   name: 'vllm',
   exclusivePrefixes: false,
   maxChoices: Number.POSITIVE_INFINITY,
-  shapeBody: withStreamUsage,
+  feedback: {
+    started: 'engine-opt-in',
+    firstToken: 'stream',
+    evictions: 'kv-events',
+    loadSignal: true,
+    tokens: 'usage',
+    note:
+      'started needs `vllm serve --enable-per-request-metrics` (newer vLLM); cached tokens need ' +
+      "--enable-prompt-tokens-details; evictions as events need --kv-events-config and the replica's kvEvents:",
+  },
+  // `include_metrics` asks for the per-request `metrics` (ignored by vLLM versions without them).
+  shapeBody: (body) => ({ include_metrics: true, ...withStreamUsage(body) }),
   countsFrom: openAiCounts,
+  prefillSeconds: (r) => msToSeconds(r.metrics?.time_to_first_token_ms),
   loadSignal: (text, capacity) => gaugeSignal(text, capacity, vllmNames),
   tokenize: openAiTokenize,
 };
@@ -143,8 +219,17 @@ const sglang: Dialect = {
   name: 'sglang',
   exclusivePrefixes: false,
   maxChoices: Number.POSITIVE_INFINITY,
+  feedback: {
+    started: 'first-token',
+    firstToken: 'stream',
+    evictions: 'kv-events',
+    loadSignal: true,
+    tokens: 'usage',
+    note: "SGLang's OpenAI API reports no per-request queue time; evictions as events need --kv-events-config",
+  },
   shapeBody: withStreamUsage,
   countsFrom: openAiCounts,
+  prefillSeconds: () => undefined,
   loadSignal: (text, capacity) =>
     gaugeSignal(text, capacity, {
       running: 'sglang:num_running_reqs',
@@ -166,11 +251,22 @@ const llamacpp: Dialect = {
   // llama-server refuses n > 1 ("Only one completion choice is allowed"), in some versions as a 500
   // that would count against its breaker: the gateway answers the 400 itself.
   maxChoices: 1,
-  shapeBody(body, stream) {
-    const shaped = withStreamUsage(body, stream);
+  feedback: {
+    started: 'engine',
+    firstToken: 'stream',
+    evictions: 'cached-tokens',
+    loadSignal: true,
+    tokens: 'usage-or-timings',
+    note: 'started from timings.prompt_ms (asked per token); llama-server publishes no KV events',
+  },
+  shapeBody(body) {
+    const shaped = withStreamUsage(body);
     if (shaped['cache_prompt'] === undefined) shaped['cache_prompt'] = true;
+    // Timings on every chunk: the first token's carries prompt_ms (slot start to first token).
+    if (shaped['timings_per_token'] === undefined) shaped['timings_per_token'] = true;
     return shaped;
   },
+  prefillSeconds: (r) => msToSeconds(r.timings?.prompt_ms),
   countsFrom(report, fallbackPromptTokens) {
     const counts = openAiCounts(report, fallbackPromptTokens);
     const t = report.timings;

@@ -1,10 +1,12 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { FinishCounts, GlobalPolicy, RouteDecision } from '../core/types.ts';
+import type { FinishCounts, GlobalPolicy, RouteDecision, Tokens } from '../core/types.ts';
 import { SseSplitter } from '../text/sse.ts';
-import type { FinalReport, LlamaTimings, UpstreamUsage } from './dialects.ts';
+import { carriesOutput, StreamAggregator, type UpstreamChunk } from './aggregate.ts';
+import type { FinalReport } from './dialects.ts';
 import { sendError } from './errors.ts';
+import { AttemptFeedback, cachedTokensEviction } from './feedback.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { Replica, ReplicaSet } from './replicas.ts';
 import type { CompletionBody } from './validate.ts';
@@ -21,6 +23,8 @@ export interface ForwardContext {
   readonly replicas: ReplicaSet;
   readonly metrics: GatewayMetrics;
   readonly now: () => number;
+  /** Gateway seconds per wall-clock second (the replicas' `--time-scale`); engines report wall-clock times. */
+  readonly timeScale: number;
   readonly timeouts: Timeouts;
 }
 
@@ -30,6 +34,8 @@ export interface Attempt {
   /** The policy's id for this try. */
   readonly id: string;
   readonly body: CompletionBody;
+  /** The prompt as the policy routed it (the gateway's tokens). */
+  readonly tokens: Tokens;
   readonly promptTokens: number;
   readonly arrival: number;
   /** The policy of the model's pool, which routed this try and hears its outcome. */
@@ -51,6 +57,9 @@ export type AttemptOutcome =
 /** Why the gateway itself aborted an upstream request. */
 class UpstreamTimeout extends Error {}
 
+/** The replica sent an error event inside its stream before the answer was complete. */
+class UpstreamStreamError extends Error {}
+
 /**
  * Forward one attempt and feed the outcome back: the policy hears exactly one finish or failure,
  * the breaker hears replica faults (never a client's 4xx), the in-flight counts return to where
@@ -60,6 +69,8 @@ class UpstreamTimeout extends Error {}
 export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardContext): Promise<AttemptOutcome> {
   const { replica } = a;
   const label = String(replica.id);
+  // The replica always streams (so the first token's time is known); a client that did not ask for a
+  // stream gets the chunks gathered into one answer. Timeouts keep their meaning for the client.
   const stream = a.body.stream === true;
   const upstream = new AbortController();
   const onCancel = () => upstream.abort(a.cancel.reason);
@@ -72,18 +83,36 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
   );
   replica.inflight++;
   ctx.metrics.inflight.inc({ replica: label });
+  const feedback = new AttemptFeedback(a.policy, a.id, replica.dialect, ctx.now(), ctx.timeScale);
   let settled = false;
-  const settle = (counts: FinishCounts | undefined, outcome: string) => {
+  const settle = (finish: { counts: FinishCounts; report: FinalReport } | undefined, outcome: string) => {
     if (settled) return;
     settled = true;
     ctx.metrics.attempts.inc({ replica: label, outcome });
-    if (counts === undefined) a.policy.requestFailed(a.id, ctx.now());
-    else {
-      a.policy.requestFinished(a.id, ctx.now(), counts);
-      ctx.metrics.latency.observe(ctx.now() - a.arrival);
-      ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
-      ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);
+    const now = ctx.now();
+    if (finish === undefined) {
+      feedback.failed(now);
+      return;
     }
+    const { counts } = finish;
+    feedback.finished(now, finish.report, counts);
+    ctx.metrics.latency.observe(now - a.arrival);
+    ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
+    ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);
+    // Without KV events, a cached count below what the policy believed tells of an eviction.
+    if (replica.kvEvents === undefined) {
+      const kept = cachedTokensEviction(a.tokens, a.decision.matchedTokens, counts);
+      if (kept !== undefined) {
+        a.policy.instanceEvicted(replica.id, a.tokens, kept, now);
+        ctx.metrics.evictions.inc({ replica: label, source: 'cached_tokens' });
+      }
+    }
+  };
+  const firstToken = (chunk: FinalReport) => {
+    if (feedback.firstTokenTime !== undefined) return;
+    const now = ctx.now();
+    feedback.firstToken(now, chunk);
+    ctx.metrics.ttft.observe(now - a.arrival);
   };
   const raw = reply.raw;
   try {
@@ -106,7 +135,7 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(replica.dialect.shapeBody(a.body, stream)),
+      body: JSON.stringify(replica.dialect.shapeBody(a.body)),
       signal: upstream.signal,
       headersTimeout: waitSeconds * 1000,
       bodyTimeout: (stream ? ctx.timeouts.idleSeconds : ctx.timeouts.requestSeconds) * 1000,
@@ -133,22 +162,29 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       else sendError(reply, res.statusCode, upstreamMessage(text));
       return { kind: 'answered', ok: false };
     }
-    if (!stream) {
+    if (!String(res.headers['content-type'] ?? '').includes('text/event-stream')) {
+      // A replica that answered in one piece although asked to stream: its answer is the first token.
       const json = (await res.body.json()) as FinalReport;
       clearTimeout(firstTokenTimer);
+      firstToken(json);
       ctx.replicas.succeeded(replica);
-      settle(replica.dialect.countsFrom(json, a.promptTokens), 'ok');
+      settle({ counts: replica.dialect.countsFrom(json, a.promptTokens), report: json }, 'ok');
       markReply(reply, a);
       reply.send(json);
       return { kind: 'answered', ok: true };
     }
-    return await relayStream(a, res.body, reply, ctx, {
-      started: () => clearTimeout(firstTokenTimer),
+    const hooks: StreamHooks = {
+      firstEvent: () => clearTimeout(firstTokenTimer),
+      firstToken,
       finished: (report) => {
+        clearTimeout(firstTokenTimer);
         ctx.replicas.succeeded(replica);
-        settle(replica.dialect.countsFrom(report, a.promptTokens), 'ok');
+        settle({ counts: replica.dialect.countsFrom(report, a.promptTokens), report }, 'ok');
       },
-    });
+    };
+    return stream
+      ? await relayStream(a, res.body, reply, hooks)
+      : await gatherStream(a, res.body, reply, hooks);
   } catch (error) {
     const reason = upstream.signal.aborted ? upstream.signal.reason : error;
     if (a.cancel.aborted) {
@@ -183,8 +219,34 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
 }
 
 interface StreamHooks {
-  started(): void;
+  /** The replica's first event (of any kind) arrived. */
+  firstEvent(): void;
+  /** The first chunk carrying output (text, or a choice's end). */
+  firstToken(chunk: FinalReport): void;
   finished(report: FinalReport): void;
+}
+
+/** What feedback reads of a chunk, kept from the latest chunk that had it. */
+class ReportFields {
+  readonly report: {
+    usage?: FinalReport['usage'];
+    timings?: FinalReport['timings'];
+    preble_timing?: FinalReport['preble_timing'];
+    metrics?: FinalReport['metrics'];
+  } = {};
+
+  take(chunk: FinalReport): void {
+    if (chunk.usage) this.report.usage = chunk.usage;
+    if (chunk.timings) this.report.timings = chunk.timings;
+    if (chunk.preble_timing && this.report.preble_timing === undefined)
+      this.report.preble_timing = chunk.preble_timing;
+    if (chunk.metrics) this.report.metrics = chunk.metrics;
+  }
+}
+
+/** Whether an event's data may hold something feedback reads (cheap test before parsing). */
+function mayReport(data: string): boolean {
+  return data.includes('"usage"') || data.includes('"timings"') || data.includes('"metrics"');
 }
 
 /** Relay SSE events; the client's headers go out with the first event, so earlier failures stay retryable. */
@@ -192,21 +254,17 @@ async function relayStream(
   a: Attempt,
   body: AsyncIterable<Buffer>,
   reply: FastifyReply,
-  ctx: ForwardContext,
   hooks: StreamHooks,
 ): Promise<AttemptOutcome> {
   const raw = reply.raw;
   const clientWantsUsage = a.body.stream_options?.include_usage === true;
-  let usage: UpstreamUsage | undefined;
-  let timings: LlamaTimings | undefined;
+  const fields = new ReportFields();
   let first = true;
+  let output = false;
   const events = new SseSplitter();
   const begin = () => {
     first = false;
-    hooks.started();
-    a.policy.requestStarted(a.id, ctx.now());
-    a.policy.requestFirstToken(a.id, ctx.now());
-    ctx.metrics.ttft.observe(ctx.now() - a.arrival);
+    hooks.firstEvent();
     reply.hijack();
     raw.writeHead(200, {
       'content-type': 'text/event-stream',
@@ -220,15 +278,17 @@ async function relayStream(
     // The events of one upstream chunk go out in one write: one syscall, not one per token.
     let out = '';
     for (const { raw: event, data } of events.push(chunk)) {
-      if (data !== '' && data !== '[DONE]' && (data.includes('"usage"') || data.includes('"timings"'))) {
-        const parsed = JSON.parse(data) as {
-          usage?: UpstreamUsage | null;
-          timings?: LlamaTimings;
-          choices?: unknown[];
-        };
-        if (parsed.usage) usage = parsed.usage;
-        if (parsed.timings) timings = parsed.timings;
-        if (!clientWantsUsage && parsed.choices?.length === 0) continue; // the usage-only chunk they did not ask for
+      // Until the first output every chunk is read (to time the first token); then only reports.
+      if (data !== '' && data !== '[DONE]' && (!output || mayReport(data))) {
+        const parsed = parseChunk(data);
+        if (parsed !== undefined) {
+          fields.take(parsed);
+          if (!output && carriesOutput(parsed)) {
+            output = true;
+            hooks.firstToken(parsed);
+          }
+          if (!clientWantsUsage && parsed.usage && parsed.choices?.length === 0) continue; // the usage-only chunk they did not ask for
+        }
       }
       if (first) begin();
       out += event;
@@ -237,9 +297,62 @@ async function relayStream(
   }
   if (first) begin();
   if (events.rest.length > 0) raw.write(events.rest);
-  hooks.finished({ usage, timings });
+  hooks.finished(fields.report);
   raw.end();
   return { kind: 'answered', ok: true };
+}
+
+/**
+ * Read a replica's stream to its end and answer the client (who did not ask for a stream) with the
+ * non-streamed answer built from it. Nothing reaches the client before the end, so a replica that
+ * fails at any point leaves the request free to be retried.
+ */
+async function gatherStream(
+  a: Attempt,
+  body: AsyncIterable<Buffer>,
+  reply: FastifyReply,
+  hooks: StreamHooks,
+): Promise<AttemptOutcome> {
+  const fields = new ReportFields();
+  const aggregate = new StreamAggregator(a.kind);
+  let output = false;
+  let complete = false;
+  const events = new SseSplitter();
+  for await (const chunk of body) {
+    for (const { data } of events.push(chunk)) {
+      if (data === '[DONE]') complete = true;
+      if (data === '' || data === '[DONE]') continue;
+      const parsed = parseChunk(data);
+      if (parsed === undefined) continue;
+      if (parsed.error !== undefined && parsed.error !== null && parsed.choices === undefined)
+        throw new UpstreamStreamError(`error event in its stream: ${upstreamMessage(data)}`);
+      fields.take(parsed);
+      aggregate.push(parsed);
+      if (!output && carriesOutput(parsed)) {
+        output = true;
+        hooks.firstToken(parsed);
+      }
+      if (parsed.choices?.some((c) => c.finish_reason !== null && c.finish_reason !== undefined))
+        complete = true;
+    }
+  }
+  // A stream closed cleanly but cut short (no choice ended, no [DONE]) is no answer: try elsewhere.
+  if (!complete) throw new UpstreamStreamError('its stream ended before the answer was complete');
+  hooks.finished(fields.report);
+  markReply(reply, a);
+  reply.send(aggregate.result());
+  return { kind: 'answered', ok: true };
+}
+
+function parseChunk(data: string): (UpstreamChunk & FinalReport) | undefined {
+  try {
+    const parsed = JSON.parse(data) as unknown;
+    return typeof parsed === 'object' && parsed !== null
+      ? (parsed as UpstreamChunk & FinalReport)
+      : undefined;
+  } catch {
+    return undefined; // not JSON: relayed as it came, read by nobody
+  }
 }
 
 /** Wait for the client to take more data, or for the attempt to be cancelled (a client that left never drains). */

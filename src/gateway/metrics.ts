@@ -79,4 +79,10 @@ export class GatewayMetrics {
     labelNames: ['replica'] as const,
     registers: [this.registry],
   });
+  readonly evictions = new Counter({
+    name: 'preble_replica_evictions_total',
+    help: "Evictions told to the policy, by source: kv_events (the replica's KV events) or cached_tokens (a response cached less than the policy believed)",
+    labelNames: ['replica', 'source'] as const,
+    registers: [this.registry],
+  });
 }

@@ -178,6 +178,7 @@ async function attempts(
         kind,
         id,
         body,
+        tokens,
         promptTokens: tokens.length,
         arrival,
         policy: pool.policy,

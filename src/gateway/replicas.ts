@@ -29,6 +29,8 @@ export interface Replica {
   readonly url: string;
   readonly dialect: Dialect;
   readonly kvTokens: number;
+  /** Where the replica publishes its KV-cache events (vLLM's ZMQ format); undefined: none. */
+  readonly kvEvents: string | undefined;
   readonly pool: Pool;
   /** A small pool of its own for health checks, metrics and /tokenize, so busy traffic never starves them. */
   readonly control: Pool;
@@ -60,6 +62,10 @@ export interface ReplicaSetOptions {
   readonly unhealthyAfter: number;
   /** Called whenever a replica's view state changes (metrics, logs). */
   readonly onChange?: (replica: Replica, from: ViewState) => void;
+  /** Called once a replica was added (at start-up or through the admin API). */
+  readonly onAdded?: (replica: Replica) => void;
+  /** Called once a replica was removed for good. */
+  readonly onRemoved?: (replica: Replica) => void;
 }
 
 export interface NewReplica {
@@ -68,6 +74,8 @@ export interface NewReplica {
   readonly kvTokens: number;
   /** The model it serves, if configured; else the gateway reads its /v1/models. */
   readonly model?: string | undefined;
+  /** Its KV-cache event endpoint (`tcp://host:port`), if it publishes one. */
+  readonly kvEvents?: string | undefined;
 }
 
 /**
@@ -97,6 +105,7 @@ export class ReplicaSet {
       url: parsed.origin,
       dialect: dialectOf(spec.dialect),
       kvTokens: spec.kvTokens,
+      kvEvents: spec.kvEvents,
       pool: new Pool(parsed.origin, {
         connections: 64,
         pipelining: 1,
@@ -122,6 +131,7 @@ export class ReplicaSet {
     this.replicas.push(replica);
     if (spec.model !== undefined) replica.modelPool = this.poolOf(spec.model);
     this.reconcile(replica);
+    this.options.onAdded?.(replica);
     return replica;
   }
 
@@ -225,6 +235,7 @@ export class ReplicaSet {
   async remove(replica: Replica): Promise<void> {
     replica.removed = true;
     this.reconcile(replica);
+    this.options.onRemoved?.(replica);
     await Promise.all([replica.pool.close(), replica.control.close()]);
   }
 

@@ -11,12 +11,13 @@ import { BackendTokenizer } from './backend-tokenizer.ts';
 import { type DialectName, type GatewayConfig, parseGatewayConfig } from './config.ts';
 import { sendError } from './errors.ts';
 import { checkHealth } from './health.ts';
+import { KvEventSubscriber } from './kv-events.ts';
 import { pollLoad } from './load-poller.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { discoverModels } from './model-discovery.ts';
 import { Periodic } from './periodic.ts';
 import { type ProxyContext, proxy } from './proxy.ts';
-import { ReplicaSet } from './replicas.ts';
+import { type Replica, ReplicaSet } from './replicas.ts';
 
 export interface ReplicaSpec {
   readonly url: string;
@@ -24,6 +25,8 @@ export interface ReplicaSpec {
   readonly kvTokens?: number;
   /** The model it serves; absent: `model` below, else read from the replica's /v1/models. */
   readonly model?: string | undefined;
+  /** Its KV-cache event endpoint (vLLM's ZMQ format), e.g. tcp://10.0.0.6:5557. */
+  readonly kvEvents?: string | undefined;
 }
 
 export interface GatewayOptions {
@@ -101,6 +104,24 @@ export function createGateway(options: GatewayOptions): Gateway {
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics.registry });
   const timeScale = options.timeScale ?? 1;
   const now = () => (performance.now() / 1000) * timeScale;
+  const subscribers = new Map<number, KvEventSubscriber>();
+  const subscribe = (r: Replica) => {
+    if (r.kvEvents === undefined) return;
+    const label = String(r.id);
+    const sub = new KvEventSubscriber(
+      r.kvEvents,
+      (path, kept) => {
+        // Only a replica in its pool's view has a cache the policy tracks.
+        const pool = r.viewPool;
+        if (r.view === 'gone' || pool === undefined) return;
+        pool.policy.instanceEvicted(r.id, path, kept, now());
+        metrics.evictions.inc({ replica: label, source: 'kv_events' });
+      },
+      (error) => app.log.warn({ replica: r.url, err: error }, 'unreadable KV event'),
+    );
+    sub.start();
+    subscribers.set(r.id, sub);
+  };
   const replicas = new ReplicaSet(
     options.createPolicy,
     {
@@ -114,6 +135,11 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (r.view === 'gone') app.log.warn(entry, 'replica left the routing view');
         else app.log.info(entry, 'replica state changed');
       },
+      onAdded: subscribe,
+      onRemoved: (r) => {
+        subscribers.get(r.id)?.close();
+        subscribers.delete(r.id);
+      },
     },
     now,
   );
@@ -124,8 +150,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       dialect: s.dialect ?? 'preble',
       kvTokens: s.kvTokens ?? options.replicaKvTokens,
       model: s.model ?? options.model,
+      kvEvents: s.kvEvents,
     });
   }
+  logFeedback(app, replicas.all());
   const discovery = new Periodic(() => discoverModels(replicas, health.timeoutSeconds));
   const findPool = async (model: string) => {
     const pool = replicas.poolFor(model);
@@ -153,6 +181,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     replicas,
     metrics,
     now,
+    timeScale,
     timeouts,
     tokenizer,
     admission,
@@ -302,10 +331,42 @@ export function createGateway(options: GatewayOptions): Gateway {
           await closed;
         }
         clearTimeout(timer);
+        for (const sub of subscribers.values()) sub.close();
+        subscribers.clear();
         await replicas.close();
         await tokenizer.close?.();
       })();
       return closing;
     },
   };
+}
+
+/**
+ * Say once, at start-up, which feedback the policy gets from each dialect in use (design.md: a face
+ * that cannot supply some feedback says so): one line per dialect, and a warning for what is missing.
+ */
+function logFeedback(app: FastifyInstance, replicas: readonly Replica[]): void {
+  const byDialect = new Map<string, Replica[]>();
+  for (const r of replicas) byDialect.set(r.dialect.name, [...(byDialect.get(r.dialect.name) ?? []), r]);
+  for (const [name, rs] of byDialect) {
+    const f = rs[0]!.dialect.feedback;
+    // Any replica given a kvEvents endpoint is subscribed to; the rest fall back to cached tokens.
+    const withEvents = rs.filter((r) => r.kvEvents !== undefined).length;
+    const evictions =
+      withEvents === rs.length
+        ? 'kv-events'
+        : withEvents > 0
+          ? `kv-events on ${withEvents} of ${rs.length} replicas, cached-tokens on the rest`
+          : 'cached-tokens';
+    const entry = { dialect: name, replicas: rs.length, ...f, evictions };
+    app.log.info(entry, 'policy feedback available');
+    const missing: string[] = [];
+    if (f.started === 'first-token') missing.push("requestStarted is the first token's time");
+    if (f.started === 'engine-opt-in')
+      missing.push(
+        "requestStarted is dated only if the engine reports it, else it is the first token's time",
+      );
+    if (evictions !== 'kv-events') missing.push('evictions are inferred from reported cached tokens');
+    if (missing.length > 0) app.log.warn(entry, `${name} replicas: ${[...missing, f.note ?? ''].join('; ')}`);
+  }
 }

@@ -94,6 +94,10 @@ test('prompts never reach the logs, even at debug level, unless --log-bodies say
       await gateway.stop();
       const logs = gateway.stderr();
       assert.match(logs, /"msg":"routed"/, 'debug logging is on');
+      // The feedback its replicas can give, said once at start-up (design.md), with what is missing.
+      assert.equal(logs.match(/"msg":"policy feedback available"/g)?.length, 1);
+      assert.match(logs, /"dialect":"preble".*"started":"engine"/);
+      assert.match(logs, /preble replicas: evictions are inferred from reported cached tokens/);
       assert.doesNotMatch(logs, /not-a-real-key/, 'keys never appear');
       if (logBodies) assert.match(logs, /SECRET-PROMPT-4242/);
       else assert.doesNotMatch(logs, /SECRET-PROMPT-4242/);

@@ -28,6 +28,10 @@ test('config errors are one line naming the field', () => {
     [{}, /^f: port: /],
     [{ port: 1, replicas: ['ftp://x'] }, /^f: replicas\.0\.url: must be an http\(s\) URL$/],
     [{ port: 1, replicas: [{ url: 'http://a', dialect: 'tgi' }] }, /^f: replicas\.0\.dialect: /],
+    [
+      { port: 1, replicas: [{ url: 'http://a', kvEvents: 'http://a:5557' }] },
+      /^f: replicas\.0\.kvEvents: must be a ZMQ endpoint such as tcp:\/\/host:port$/,
+    ],
     [{ port: 1, limits: { maxQueue: -1 } }, /^f: limits\.maxQueue: /],
     [{ port: 1, limtis: {} }, /^f: \(top level\): .*limtis/],
     [{ port: 1, auth: { adminKey: 'short' } }, /^f: auth\.adminKey: must be at least 16 characters$/],
@@ -77,4 +81,12 @@ test('YAML files are read with one-line errors; secrets come from the environmen
     () => resolveSecret(undefined, 'K', 'auth.adminKeyEnv', {}),
     /auth\.adminKeyEnv: environment variable K is unset/,
   );
+});
+
+test("a replica's kvEvents endpoint is kept", () => {
+  const c = parseGatewayConfig({
+    port: 1,
+    replicas: [{ url: 'http://127.0.0.1:9000', dialect: 'vllm', kvEvents: 'tcp://127.0.0.1:5557' }],
+  });
+  assert.equal(c.replicas[0]!.kvEvents, 'tcp://127.0.0.1:5557');
 });

@@ -4,6 +4,7 @@ import type { Tokens } from '../../core/types.ts';
 import type { EngineFinish } from '../../engine/types.ts';
 import { stopStrings } from '../../text/chat-content.ts';
 import type { ServerContext } from '../context.ts';
+import type { FirstTokenTiming } from '../driver.ts';
 import { HttpError } from '../errors.ts';
 import { type ChoicePlan, generatedText, generatedToken, planChoice } from '../text.ts';
 
@@ -140,8 +141,17 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
   // A stalled stream (--stall-after) sends its first `limit` tokens, then nothing, and stays open.
   const limit = ctx.faults.streamLimit();
   let stalled = false;
+  // Each choice's first token (or, with no visible text, its closing chunk) carries its timing.
+  const timings: (PrebleTiming | undefined)[] = plans.map(() => undefined);
+  const timed = (k: number, chunk: unknown) => {
+    const t = timings[k];
+    if (t === undefined) return chunk;
+    timings[k] = undefined;
+    return { ...(chunk as object), preble_timing: t };
+  };
   submitAll((k) => ({
-    onToken(index) {
+    onToken(index, first) {
+      if (first !== undefined) timings[k] = prebleTiming(first);
       if (index >= limit) {
         if (index === limit) ctx.faults.hold(raw);
         stalled = true;
@@ -150,7 +160,10 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
       // Characters of a stop string (and after) are never sent.
       if (index < plans[k]!.visible)
         write(
-          job.format.token(id, created, k, String.fromCodePoint(generatedToken(index, ctx.textOffset + k))),
+          timed(
+            k,
+            job.format.token(id, created, k, String.fromCodePoint(generatedToken(index, ctx.textOffset + k))),
+          ),
         );
     },
     onFinish(finish) {
@@ -160,7 +173,7 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
         if (remaining === 0) done = true;
         return;
       }
-      write(job.format.closing(id, created, k, plans[k]!.finish));
+      write(timed(k, job.format.closing(id, created, k, plans[k]!.finish)));
       if (remaining > 0) return;
       done = true;
       if (job.includeUsage) write(job.format.usage(id, created, usageOf(finishes as EngineFinish[])));
@@ -176,6 +189,21 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
   for (let k = 0; k < job.choices; k++) for (const chunk of job.format.opening(id, created, k)) write(chunk);
   raw.on('close', abortAll);
   return Promise.resolve(reply);
+}
+
+/**
+ * `preble engine`'s timing of one choice, on the chunk of its first token: wall-clock milliseconds
+ * from submission to admission into a batch (`queue_ms`) and from admission to the first token
+ * (`prefill_ms`). The gateway's `preble` dialect reads `prefill_ms` to date the admission.
+ */
+export interface PrebleTiming {
+  readonly queue_ms: number;
+  readonly prefill_ms: number;
+}
+
+function prebleTiming(first: FirstTokenTiming): PrebleTiming {
+  const ms = (s: number) => Math.round(s * 1e6) / 1e3;
+  return { queue_ms: ms(first.queueSeconds), prefill_ms: ms(first.prefillSeconds) };
 }
 
 function submitError(error: unknown): HttpError {

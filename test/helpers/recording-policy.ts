@@ -1,0 +1,120 @@
+import type {
+  FinishCounts,
+  GlobalPolicy,
+  InstanceId,
+  InstanceInfo,
+  InstanceLoadSignal,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../../src/core/types.ts';
+
+/** One call a policy received, with its arguments (token arrays copied). */
+export type RecordedCall =
+  | { readonly method: 'route'; readonly id: string; readonly now: number; readonly decision: RouteDecision }
+  | { readonly method: 'requestStarted'; readonly id: string; readonly now: number }
+  | { readonly method: 'requestFirstToken'; readonly id: string; readonly now: number }
+  | {
+      readonly method: 'requestFinished';
+      readonly id: string;
+      readonly now: number;
+      readonly counts: FinishCounts;
+    }
+  | { readonly method: 'requestFailed'; readonly id: string; readonly now: number }
+  | {
+      readonly method: 'instanceEvicted';
+      readonly instance: InstanceId;
+      readonly path: Tokens;
+      readonly keptTokens: number;
+      readonly now: number;
+    }
+  | {
+      readonly method: 'instanceAdded' | 'instanceDrained' | 'instanceRemoved';
+      readonly instance: InstanceId;
+      readonly now: number;
+    }
+  | { readonly method: 'loadSignal'; readonly instance: InstanceId; readonly now: number }
+  | { readonly method: 'tick'; readonly now: number };
+
+/**
+ * A GlobalPolicy that records every call it gets, with its arguments, and passes it on to the policy
+ * it wraps (which makes the decisions). `calls` is in the order the calls were made.
+ */
+export class RecordingPolicy implements GlobalPolicy {
+  readonly calls: RecordedCall[] = [];
+
+  constructor(private readonly inner: GlobalPolicy) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  get branches(): readonly string[] {
+    return this.inner.branches;
+  }
+
+  /** The calls about one request id, in order. */
+  of(id: string): RecordedCall[] {
+    return this.calls.filter((c) => 'id' in c && c.id === id);
+  }
+
+  evictions(): Extract<RecordedCall, { method: 'instanceEvicted' }>[] {
+    return this.calls.filter((c) => c.method === 'instanceEvicted');
+  }
+
+  route(request: RouteRequest, now: number): RouteDecision {
+    const decision = this.inner.route(request, now);
+    this.calls.push({ method: 'route', id: request.id, now, decision });
+    return decision;
+  }
+
+  requestStarted(id: string, now: number): void {
+    this.calls.push({ method: 'requestStarted', id, now });
+    this.inner.requestStarted(id, now);
+  }
+
+  requestFirstToken(id: string, now: number): void {
+    this.calls.push({ method: 'requestFirstToken', id, now });
+    this.inner.requestFirstToken(id, now);
+  }
+
+  requestFinished(id: string, now: number, counts: FinishCounts): void {
+    this.calls.push({ method: 'requestFinished', id, now, counts });
+    this.inner.requestFinished(id, now, counts);
+  }
+
+  requestFailed(id: string, now: number): void {
+    this.calls.push({ method: 'requestFailed', id, now });
+    this.inner.requestFailed(id, now);
+  }
+
+  instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, now: number): void {
+    this.calls.push({ method: 'instanceEvicted', instance, path: path.slice(), keptTokens, now });
+    this.inner.instanceEvicted(instance, path, keptTokens, now);
+  }
+
+  instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
+    this.calls.push({ method: 'instanceAdded', instance, now });
+    this.inner.instanceAdded(instance, info, now);
+  }
+
+  instanceDrained(instance: InstanceId, now: number): void {
+    this.calls.push({ method: 'instanceDrained', instance, now });
+    this.inner.instanceDrained(instance, now);
+  }
+
+  instanceRemoved(instance: InstanceId, now: number): void {
+    this.calls.push({ method: 'instanceRemoved', instance, now });
+    this.inner.instanceRemoved(instance, now);
+  }
+
+  loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void {
+    this.calls.push({ method: 'loadSignal', instance, now });
+    this.inner.loadSignal(instance, signal, now);
+  }
+
+  tick(now: number): void {
+    this.calls.push({ method: 'tick', now });
+    this.inner.tick(now);
+  }
+}
