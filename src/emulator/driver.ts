@@ -131,11 +131,18 @@ export class WallClockDriver {
     return this.pending.size;
   }
 
-  /** Enqueue a request; throws (engine's message) when the engine refuses it. */
-  submit(id: string, tokens: Tokens, outputTokens: number, listener: RequestListener): void {
+  /** Enqueue a request; throws (engine's message) when the engine refuses it. `maxTokens`: the client's cap. */
+  submit(
+    id: string,
+    tokens: Tokens,
+    outputTokens: number,
+    listener: RequestListener,
+    maxTokens?: number,
+  ): void {
     if (this.closed) throw new Error('driver: closed');
     const now = this.now();
-    this.engine.submit({ id, tokens, outputTokens }, now);
+    // The client's max_tokens, which queue policies may see (No-Preempt reserves it); never the planned length.
+    this.engine.submit({ id, tokens, outputTokens, ...(maxTokens === undefined ? {} : { maxTokens }) }, now);
     this.pending.set(id, {
       listener,
       tokens,

@@ -94,7 +94,7 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
   const submitAll = (listener: (k: number) => Parameters<typeof driver.submit>[3]) => {
     for (let k = 0; k < job.choices; k++) {
       try {
-        driver.submit(engineId(k), job.tokens, plans[k]!.tokens, listener(k));
+        driver.submit(engineId(k), job.tokens, plans[k]!.tokens, listener(k), job.maxTokens);
       } catch (error) {
         for (let j = 0; j < k; j++) driver.abort(engineId(j));
         throw submitError(error);
