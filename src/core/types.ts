@@ -55,6 +55,16 @@ export interface FinishCounts {
   readonly outputTokens: number;
 }
 
+/**
+ * What an instance does in a fleet: `mixed` runs whole requests (prefill and decode, colocated);
+ * `prefill` runs prompts to their first token and hands the KV on; `decode` adopts requests whose KV
+ * arrives and generates their tokens (prefill/decode disaggregation: DistServe, Splitwise).
+ */
+export type Role = 'mixed' | 'prefill' | 'decode';
+
+/** Which part of a request's journey runs on one instance: all of it, or one of its two legs. */
+export type LegKind = 'whole' | 'prefill' | 'decode';
+
 /** What an instance is when it joins the policy's view. */
 export interface InstanceInfo {
   /** KV-cache capacity in tokens (from the cost model or the engine); Infinity when unknown. */
@@ -67,6 +77,8 @@ export interface InstanceInfo {
    * engines (vLLM, SGLang, the emulated engine) share cached blocks between running requests.
    */
   readonly exclusivePrefixes?: boolean;
+  /** The instance's role; absent means `mixed` (every colocated fleet). */
+  readonly role?: Role;
 }
 
 /** Load signals polled from an instance (engine /metrics or the simulator), for load-based policies. */
