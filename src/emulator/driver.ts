@@ -1,6 +1,7 @@
 import type { Tokens } from '../core/types.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { EngineEviction, EngineFinish } from '../engine/types.ts';
+import { InstanceRunner } from '../runtime/instance-runner.ts';
 
 /** What a request's owner hears as the engine runs it. */
 export interface RequestListener {
@@ -88,20 +89,20 @@ function defaultSchedule(callback: () => void, delayMs: number): { cancel(): voi
 }
 
 /**
- * Runs one Engine against the wall clock: each iteration takes its cost-model duration (divided by
- * the time scale) in real time; its events are delivered at its end, then the next iteration starts
- * if there is work. Engine time is wall time since creation times the time scale.
+ * Runs one Engine against the wall clock with the runner every face shares (src/runtime): each
+ * iteration takes its cost-model duration (divided by the time scale) in real time; its admissions
+ * are told when it begins, its tokens and finishes at its end, then the next iteration starts if
+ * there is work. Engine time is wall time since creation times the time scale.
  */
 export class WallClockDriver {
   readonly engine: Engine;
   readonly timeScale: number;
   private readonly clock: () => number;
-  private readonly schedule: (callback: () => void, delayMs: number) => { cancel(): void };
   private readonly epoch: number;
   private readonly observer: RequestObserver | undefined;
   private readonly cacheObserver: CacheObserver | undefined;
   private readonly pending = new Map<string, Pending>();
-  private timer: { cancel(): void } | undefined;
+  private readonly runner: InstanceRunner;
   private engineNow = 0;
   private closed = false;
 
@@ -113,10 +114,35 @@ export class WallClockDriver {
     this.engine = engine;
     this.timeScale = timeScale;
     this.clock = options.clock ?? (() => performance.now() / 1000);
-    this.schedule = options.schedule ?? defaultSchedule;
     this.observer = options.observer;
     this.cacheObserver = options.cacheObserver;
     this.epoch = this.clock();
+    const schedule = options.schedule ?? defaultSchedule;
+    this.runner = new InstanceRunner(
+      engine,
+      {
+        now: () => this.now(),
+        // An iteration takes its duration in engine time, so duration / timeScale in real time.
+        afterIteration: (runner, start, duration) =>
+          schedule(
+            () => {
+              const end = start + duration;
+              if (end > this.engineNow) this.engineNow = end;
+              runner.finishIteration(end);
+            },
+            (duration * 1000) / this.timeScale,
+          ),
+      },
+      {
+        began: (iteration, start) => this.admitted(iteration.events.started, start),
+        ended: (iteration, _start, end) => {
+          // Evictions made room for this iteration's work: they are told before what it cached.
+          for (const e of iteration.events.evictions) this.cacheObserver?.evicted(e);
+          this.deliver(iteration.events.finished, end);
+          this.cacheObserver?.flush();
+        },
+      },
+    );
   }
 
   /** Engine time now: never behind the end of the last iteration. */
@@ -152,7 +178,7 @@ export class WallClockDriver {
       firstTokenAt: -1,
       lastTokenAt: -1,
     });
-    if (this.timer === undefined) this.runIteration();
+    this.runner.kick();
   }
 
   /** Drop a request (client gone); its listener hears nothing more. */
@@ -166,42 +192,22 @@ export class WallClockDriver {
   /** Stop the clock; pending requests are dropped silently. */
   close(): void {
     this.closed = true;
-    this.timer?.cancel();
-    this.timer = undefined;
+    this.runner.stop();
     for (const id of [...this.pending.keys()]) this.abort(id);
   }
 
-  private runIteration(): void {
-    if (this.closed || !this.engine.hasWork()) return;
-    const start = this.now();
-    const iteration = this.engine.step(start);
-    const end = this.engineNow + iteration.duration;
-    const delayMs = (iteration.duration * 1000) / this.timeScale;
-    this.timer = this.schedule(() => {
-      this.timer = undefined;
-      if (end > this.engineNow) this.engineNow = end;
-      // Evictions made room for this iteration's work: they are told before what it cached.
-      for (const e of iteration.events.evictions) this.cacheObserver?.evicted(e);
-      this.deliver(iteration.events.started, iteration.events.finished, start, end);
-      this.cacheObserver?.flush();
-      this.runIteration();
-    }, delayMs);
-  }
-
-  /** Hand an iteration's events (which happened at `end`; it began at `start`) to the listeners. */
-  private deliver(
-    started: readonly { id: string; cachedTokens: number }[],
-    finished: readonly EngineFinish[],
-    start: number,
-    end: number,
-  ): void {
+  /** The requests an iteration admits stopped queueing when it began. */
+  private admitted(started: readonly { id: string; cachedTokens: number }[], start: number): void {
     for (const s of started) {
       const p = this.pending.get(s.id);
       if (p === undefined) continue;
-      // Queueing ended when the iteration that admitted it began.
       p.startedAt = start;
       p.listener.onStart?.(s.cachedTokens);
     }
+  }
+
+  /** Hand an iteration's tokens and finishes (which happened at `end`) to the listeners. */
+  private deliver(finished: readonly EngineFinish[], end: number): void {
     const done = new Map<string, EngineFinish>();
     for (const f of finished) done.set(f.id, f);
     const observer = this.observer;

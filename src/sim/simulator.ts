@@ -3,6 +3,8 @@ import type { CostModel } from '../core/cost-model/types.ts';
 import type { GlobalPolicy, InstanceId } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
 import type { EngineSnapshot, Iteration } from '../engine/types.ts';
+import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
+import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import type { SimRecord } from './record.ts';
 
@@ -52,10 +54,7 @@ type SimEvent =
       readonly time: number;
       readonly seq: number;
       readonly kind: 'iteration-end';
-      readonly instance: InstanceId;
-      readonly iteration: Iteration;
-      /** When the iteration began: its evictions happened then. */
-      readonly start: number;
+      readonly runner: InstanceRunner;
     }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
@@ -83,7 +82,6 @@ export function simulate(options: SimulatorOptions): SimResult {
     );
   }
   const busy = new Array<number>(options.instances).fill(0);
-  const running = new Array<boolean>(options.instances).fill(false);
   const queue = new TinyQueue<SimEvent>([], (a, b) => a.time - b.time || a.seq - b.seq);
   const records: SimRecord[] = [];
   const byId = new Map<string, SimRecord>();
@@ -106,58 +104,55 @@ export function simulate(options: SimulatorOptions): SimResult {
     queue.push({ time: next.value.arrival, seq: seq++, kind: 'arrival', request: next.value });
   };
 
-  /** Start the instance's next iteration at `now` if it has work and is idle. */
-  const runIfIdle = (instance: InstanceId, now: number) => {
-    if (running[instance]) return;
-    const engine = engines[instance]!;
-    if (!engine.hasWork()) return;
-    const iteration = engine.step(now);
-    iterations++;
-    // Queueing ends when the iteration that admits a request begins.
-    for (const s of iteration.events.started) {
-      const r = byId.get(s.id);
-      if (r !== undefined && r.start < 0) r.start = now;
-      policy.requestStarted(s.id, now);
-    }
-    running[instance] = true;
-    busy[instance]! += iteration.duration;
-    queue.push({
-      time: now + iteration.duration,
-      seq: seq++,
-      kind: 'iteration-end',
-      instance,
-      iteration,
-      start: now,
-    });
+  // The virtual clock: the time of the event being handled.
+  let clockNow = 0;
+  const clock: RunnerClock = {
+    now: () => clockNow,
+    afterIteration(runner, start, duration) {
+      queue.push({ time: start + duration, seq: seq++, kind: 'iteration-end', runner });
+      return { cancel() {} };
+    },
   };
 
-  const endIteration = (instance: InstanceId, iteration: Iteration, start: number, now: number) => {
-    running[instance] = false;
-    options.onIteration?.(instance, iteration, engines[instance]!, now);
-    const ev = iteration.events;
-    // The engine evicted when the iteration began; the report arrives now, at its end.
-    for (const e of ev.evictions) policy.instanceEvicted(instance, e.path, e.keptTokens, now, start);
-    for (const id of ev.firstTokens) {
-      const r = byId.get(id);
-      if (r !== undefined && r.firstToken < 0) r.firstToken = now;
-      policy.requestFirstToken(id, now);
-    }
-    for (const f of ev.finished) {
-      const r = byId.get(f.id);
-      if (r !== undefined) {
-        r.finish = now;
-        r.cachedTokens = f.cachedTokens;
-        r.outputTokens = f.outputTokens;
-        byId.delete(f.id);
-      }
-      policy.requestFinished(f.id, now, f);
-      inFlight--;
-      finished++;
-      lastFinish = now;
-      if (finished % progressEvery === 0) options.onProgress?.(finished);
-    }
-    runIfIdle(instance, now);
+  /** The instance's runner: the policy's feedback, plus this run's records and counters. */
+  const runnerFor = (instance: InstanceId): InstanceRunner => {
+    const feedback = policyFeedback(policy, instance);
+    const engine = engines[instance]!;
+    return new InstanceRunner(engine, clock, {
+      began(iteration, start) {
+        iterations++;
+        busy[instance]! += iteration.duration;
+        // Queueing ends when the iteration that admits a request begins.
+        for (const s of iteration.events.started) {
+          const r = byId.get(s.id);
+          if (r !== undefined && r.start < 0) r.start = start;
+        }
+        feedback.began(iteration, start);
+      },
+      ended(iteration, start, end) {
+        options.onIteration?.(instance, iteration, engine, end);
+        feedback.ended(iteration, start, end);
+        for (const id of iteration.events.firstTokens) {
+          const r = byId.get(id);
+          if (r !== undefined && r.firstToken < 0) r.firstToken = end;
+        }
+        for (const f of iteration.events.finished) {
+          const r = byId.get(f.id);
+          if (r !== undefined) {
+            r.finish = end;
+            r.cachedTokens = f.cachedTokens;
+            r.outputTokens = f.outputTokens;
+            byId.delete(f.id);
+          }
+          inFlight--;
+          finished++;
+          lastFinish = end;
+          if (finished % progressEvery === 0) options.onProgress?.(finished);
+        }
+      },
+    });
   };
+  const runners = engines.map((_, i) => runnerFor(i));
 
   const poll = (now: number) => {
     for (let i = 0; i < engines.length; i++) {
@@ -185,6 +180,7 @@ export function simulate(options: SimulatorOptions): SimResult {
   while (queue.length > 0) {
     const e = queue.pop()!;
     events++;
+    clockNow = e.time;
     switch (e.kind) {
       case 'arrival': {
         const r = e.request;
@@ -226,11 +222,11 @@ export function simulate(options: SimulatorOptions): SimResult {
           },
           e.time,
         );
-        runIfIdle(d.instance, e.time);
+        runners[d.instance]!.kick();
         break;
       }
       case 'iteration-end':
-        endIteration(e.instance, e.iteration, e.start, e.time);
+        e.runner.finishIteration(e.time);
         break;
       case 'tick':
         policy.tick(e.time);

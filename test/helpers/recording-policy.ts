@@ -27,6 +27,8 @@ export type RecordedCall =
       readonly path: Tokens;
       readonly keptTokens: number;
       readonly now: number;
+      /** When the engine evicted, where the face knows it (the simulator: the iteration's start). */
+      readonly evictedAt: number | undefined;
     }
   | {
       readonly method: 'instanceAdded' | 'instanceDrained' | 'instanceRemoved';
@@ -88,9 +90,15 @@ export class RecordingPolicy implements GlobalPolicy {
     this.inner.requestFailed(id, now);
   }
 
-  instanceEvicted(instance: InstanceId, path: Tokens, keptTokens: number, now: number): void {
-    this.calls.push({ method: 'instanceEvicted', instance, path: path.slice(), keptTokens, now });
-    this.inner.instanceEvicted(instance, path, keptTokens, now);
+  instanceEvicted(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    now: number,
+    evictedAt?: number,
+  ): void {
+    this.calls.push({ method: 'instanceEvicted', instance, path: path.slice(), keptTokens, now, evictedAt });
+    this.inner.instanceEvicted(instance, path, keptTokens, now, evictedAt);
   }
 
   instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
@@ -117,4 +125,27 @@ export class RecordingPolicy implements GlobalPolicy {
     this.calls.push({ method: 'tick', now });
     this.inner.tick(now);
   }
+}
+
+/**
+ * What is wrong with one request's calls against the contract (docs/design.md): route, then
+ * requestStarted, requestFirstToken and requestFinished or requestFailed, each at most once, in that
+ * order, at non-decreasing times. Empty when nothing is.
+ */
+export function contractViolations(calls: readonly RecordedCall[]): string[] {
+  const order = ['route', 'requestStarted', 'requestFirstToken', 'end'];
+  const problems: string[] = [];
+  let stage = -1;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const c of calls) {
+    const at = order.indexOf(
+      c.method === 'requestFinished' || c.method === 'requestFailed' ? 'end' : c.method,
+    );
+    if (at <= stage) problems.push(`${c.method} after ${order[stage]}`);
+    if (c.now < last) problems.push(`${c.method} at ${c.now} before the previous call at ${last}`);
+    stage = Math.max(stage, at);
+    last = Math.max(last, c.now);
+  }
+  if (stage < order.length - 1) problems.push(`ended at ${order[stage] ?? 'nothing'}`);
+  return problems;
 }
