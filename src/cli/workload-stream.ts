@@ -1,10 +1,11 @@
 import { createWorkload } from '../workloads/registry.ts';
+import { synthetic } from '../workloads/synthetic.ts';
 import { parseWorkloadSpec, traceRequests } from '../workloads/traces/registry.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 
 /**
- * A factory of identical request streams for a `--workload` value: a generator (Poisson at `rps`,
- * default 4), or a trace file (read once; re-timed to `rps` when given, else its own timing).
+ * A factory of identical request streams for a `--workload` value: a generator or a
+ * `synthetic:in=LENGTH,out=LENGTH` form (Poisson at `rps`, default 4), or a trace file (read once; re-timed to `rps` when given, else its own timing).
  */
 export function workloadStream(
   workload: string,
@@ -14,6 +15,10 @@ export function workloadStream(
   if (spec.kind === 'generator') {
     const rps = options.rps ?? 4;
     return () => createWorkload(spec.name, { requests: options.requests, rps, seed: options.seed });
+  }
+  if (spec.kind === 'synthetic') {
+    const rps = options.rps ?? 4;
+    return () => synthetic(spec.lengths, { requests: options.requests, rps, seed: options.seed });
   }
   const stream = traceRequests(spec, {
     seed: options.seed,

@@ -7,10 +7,20 @@ import { startsWith } from './helpers.ts';
 const common = { rps: 10, seed: 4 };
 
 describe('registry', () => {
-  it('names the six workloads', () => {
+  it("names the paper's six workloads and DistServe's three applications", () => {
     assert.deepEqual(
       [...workloadNames],
-      ['toolbench', 'embodied-agent', 'programming', 'video-qa', 'loogle', 'mixed'],
+      [
+        'toolbench',
+        'embodied-agent',
+        'programming',
+        'video-qa',
+        'loogle',
+        'mixed',
+        'sharegpt-like',
+        'humaneval-like',
+        'longbench-like',
+      ],
     );
     assert.ok(isWorkloadName('loogle'));
     assert.ok(!isWorkloadName('azure'));

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import type { DistServeWorkloadName } from '../../src/workloads/distserve.ts';
 import { createWorkload, type WorkloadName } from '../../src/workloads/registry.ts';
 import { type MeanStd, measureWorkload, type WorkloadStats } from '../../src/workloads/stats.ts';
 
@@ -30,7 +31,10 @@ const metrics: readonly Metric[] = [
 ];
 const isShare = (metric: Metric) => metric === 'sharedPrefixShare' || metric === 'keyPortionShare';
 
-const table1: Record<Exclude<WorkloadName, 'mixed'>, { requests: number } & Record<Metric, Row>> = {
+const table1: Record<
+  Exclude<WorkloadName, 'mixed' | DistServeWorkloadName>,
+  { requests: number } & Record<Metric, Row>
+> = {
   toolbench: {
     requests: 1000,
     promptLength: { target: [1835, 742] },

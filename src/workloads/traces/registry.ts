@@ -1,4 +1,5 @@
 import { isWorkloadName, type WorkloadName, workloadNames } from '../registry.ts';
+import { isSyntheticForm, parseSyntheticSpec, SYNTHETIC_FORM, type SyntheticSpec } from '../synthetic.ts';
 import type { WorkloadRequest } from '../types.ts';
 import { azureArrivals, azureRequests } from './azure.ts';
 import { mooncakeArrivals, mooncakeRequests } from './mooncake.ts';
@@ -14,11 +15,18 @@ export interface TraceSpec {
   readonly path: string;
 }
 
-/** What a `--workload` value names: a trace file, or one of the built-in generators. */
-export type WorkloadSpec = TraceSpec | { readonly kind: 'generator'; readonly name: WorkloadName };
+/** What a `--workload` value names: a trace file, a built-in generator, or synthetic lengths. */
+export type WorkloadSpec =
+  | TraceSpec
+  | { readonly kind: 'generator'; readonly name: WorkloadName }
+  | { readonly kind: 'synthetic'; readonly form: string; readonly lengths: SyntheticSpec };
 
-/** Parses `azure:FILE`, `mooncake:FILE` or a generator name; throws listing the valid forms. */
+/**
+ * Parses `azure:FILE`, `mooncake:FILE`, `synthetic:in=LENGTH,out=LENGTH` or a generator name;
+ * throws listing the valid forms, or naming the bad part of a synthetic form.
+ */
 export function parseWorkloadSpec(spec: string): WorkloadSpec {
+  if (isSyntheticForm(spec)) return { kind: 'synthetic', form: spec, lengths: parseSyntheticSpec(spec) };
   const colon = spec.indexOf(':');
   const prefix = colon === -1 ? '' : spec.slice(0, colon);
   if ((traceKinds as readonly string[]).includes(prefix)) {
@@ -27,7 +35,7 @@ export function parseWorkloadSpec(spec: string): WorkloadSpec {
     return { kind: prefix as TraceKind, path };
   }
   if (isWorkloadName(spec)) return { kind: 'generator', name: spec };
-  const forms = [...workloadNames, ...traceKinds.map((kind) => `${kind}:FILE`)];
+  const forms = [...workloadNames, SYNTHETIC_FORM, ...traceKinds.map((kind) => `${kind}:FILE`)];
   throw new Error(`unknown workload '${spec}'; valid forms: ${forms.join(', ')}`);
 }
 
