@@ -20,6 +20,7 @@ interface SimFlags {
   queuePolicy: string;
   chunk?: number;
   kvTokens?: number;
+  fleet?: string;
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
@@ -33,6 +34,10 @@ export function registerSim(program: Command): void {
     .description('simulate a cluster of emulated engines under one or more global policies')
     .requiredOption('--workload <w>', 'a generator or azure:FILE / mooncake:FILE (listed below)')
     .option('--instances <n>', 'model instances', positiveInt, 4)
+    .option(
+      '--fleet <fleet>',
+      'instances one by one instead of --instances: a YAML/JSON file of instance specs, or counts like 4M (docs/fleets.md); mixed (colocated) instances only so far',
+    )
     .option(
       '--rps <r>',
       'arrival rate in requests/s, or a comma list for a sweep (traces are re-timed to it)',
@@ -123,13 +128,29 @@ async function sim(flags: SimFlags): Promise<void> {
     flags.kvTokens === undefined ? {} : { kvCapacityTokens: flags.kvTokens },
   );
   const slo = flags.sloTtft === undefined ? undefined : { ttft: flags.sloTtft, tpot: flags.sloTpot! };
+  const fleet =
+    flags.fleet === undefined
+      ? undefined
+      : (await import('./fleet-file.ts')).fleetFromFlag(flags.fleet, flags.model);
+  const mixedOnly = fleet?.instances.find((instance) => instance.role !== 'mixed');
+  if (mixedOnly !== undefined) {
+    throw new Error(
+      `--fleet: instance ${mixedOnly.id} is ${mixedOnly.role}: preble sim runs mixed (colocated) instances only so far; the disaggregated policies that use prefill and decode instances are not built yet`,
+    );
+  }
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
     const options = policyOptions.get(policy);
     return {
       policy,
       ...(options === undefined ? {} : { policyOptions: options }),
       workload: flags.workload,
-      instances: flags.instances,
+      instances: fleet?.instances.length ?? flags.instances,
+      ...(fleet === undefined
+        ? {}
+        : {
+            fleet: fleet.instances,
+            ...(flags.kvTokens === undefined ? {} : { kvCapacityTokens: flags.kvTokens }),
+          }),
       rps,
       costModel,
       requests,

@@ -1,10 +1,13 @@
 import type { InstanceCostModel } from '../core/cost-model/instance.ts';
+import { costModelPreset } from '../core/cost-model/presets.ts';
+import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
+import type { FleetInstance } from '../core/fleet/fleet.ts';
 import { createGlobalPolicy } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
 import type { SimRecord } from './record.ts';
-import { type SimResult, simulate } from './simulator.ts';
+import { type SimInstance, type SimResult, simulate } from './simulator.ts';
 
 /** One simulation: which policy, on which cluster, under which stream. */
 export interface SimSpec {
@@ -14,6 +17,12 @@ export interface SimSpec {
   readonly instances: number;
   readonly rps: number;
   readonly costModel: InstanceCostModel;
+  /**
+   * Instances one by one (`--fleet`), overriding `instances` and `costModel`: each built from its own
+   * preset (with `kvCapacityTokens` when given), its own engine settings over the run's.
+   */
+  readonly fleet?: readonly FleetInstance[];
+  readonly kvCapacityTokens?: number;
   /** A fresh copy of the request stream (every policy must see the identical one). */
   readonly requests: () => Iterable<WorkloadRequest>;
   readonly seed: number;
@@ -58,6 +67,9 @@ export interface SimReport {
   readonly throughputRps: number;
   readonly perInstance: readonly { requests: number; busyFraction: number; cacheHitRate: number }[];
   readonly sloAttainment?: { readonly ttft: number; readonly tpot: number; readonly both: number };
+  /** With a fleet: its GPUs, and its price per hour where every instance has one. */
+  readonly gpus?: number;
+  readonly costPerHour?: number;
   readonly queuePolicy: QueuePolicyName;
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
@@ -84,6 +96,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     policy,
     instances: spec.instances,
     costModel: spec.costModel,
+    ...(spec.fleet === undefined ? {} : { fleet: simFleet(spec.fleet, spec.kvCapacityTokens) }),
     engine: {
       queuePolicy,
       ...(spec.chunkTokens === undefined ? {} : { chunkedPrefillTokens: spec.chunkTokens }),
@@ -95,6 +108,22 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
   });
   return { report: report(spec, queuePolicy, result), result };
+}
+
+/** Each fleet instance as the simulator runs it: its own preset and engine settings. */
+function simFleet(fleet: readonly FleetInstance[], kvCapacityTokens: number | undefined): SimInstance[] {
+  return fleet.map((instance) => ({
+    role: instance.role,
+    costModel: costModelPreset(
+      instance.costModel,
+      kvCapacityTokens === undefined ? {} : { kvCapacityTokens },
+    ),
+    engine: {
+      ...(instance.queuePolicy === 'auto' ? {} : { queuePolicy: instance.queuePolicy }),
+      ...(instance.chunkTokens === undefined ? {} : { chunkedPrefillTokens: instance.chunkTokens }),
+      ...(instance.maxRunning === undefined ? {} : { maxRunning: instance.maxRunning }),
+    },
+  }));
 }
 
 function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult): SimReport {
@@ -125,6 +154,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     throughputRps: summary.throughputRps,
     perInstance: perInstance(records, result.busySeconds, result.durationSeconds),
     ...(summary.sloAttainment === undefined ? {} : { sloAttainment: summary.sloAttainment }),
+    ...fleetFigures(spec.fleet),
     queuePolicy,
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,
@@ -134,3 +164,9 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
 }
 
 export type { SimRecord };
+
+function fleetFigures(fleet: readonly FleetInstance[] | undefined): { gpus?: number; costPerHour?: number } {
+  if (fleet === undefined) return {};
+  const cost = fleetCostPerHour(fleet);
+  return { gpus: fleetGpuCount(fleet), ...(cost === undefined ? {} : { costPerHour: cost }) };
+}

@@ -1,6 +1,6 @@
 import TinyQueue from 'tinyqueue';
 import type { CostModel } from '../core/cost-model/types.ts';
-import type { GlobalPolicy, InstanceId } from '../core/types.ts';
+import type { GlobalPolicy, InstanceId, Role } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
 import type { EngineSnapshot, Iteration } from '../engine/types.ts';
 import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
@@ -8,10 +8,22 @@ import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import type { SimRecord } from './record.ts';
 
+/** One instance of a fleet that is not N copies of one engine (other hardware, other settings). */
+export interface SimInstance {
+  readonly costModel: CostModel;
+  /** Only `mixed` runs here so far: prefill and decode roles need the disaggregated path (issue 10). */
+  readonly role: Role;
+  /** This instance's engine settings; unset ones come from `SimulatorOptions.engine`. */
+  readonly engine?: Omit<EngineOptions, 'costModel'>;
+}
+
 export interface SimulatorOptions {
   readonly policy: GlobalPolicy;
+  /** N identical instances of `costModel`, unless `fleet` is given. */
   readonly instances: number;
   readonly costModel: CostModel;
+  /** The instances one by one (ids in order); overrides `instances` and `costModel`. */
+  readonly fleet?: readonly SimInstance[];
   /** Engine settings shared by every instance (queue policy, chunk budget, ...). */
   readonly engine?: Omit<EngineOptions, 'costModel'>;
   /** The request stream, in arrival order; pulled lazily. */
@@ -66,12 +78,23 @@ type SimEvent =
  * Deterministic: events at equal times run in the order they were scheduled.
  */
 export function simulate(options: SimulatorOptions): SimResult {
-  const { policy, costModel } = options;
+  const { policy } = options;
   const tickInterval = options.tickInterval ?? 1;
   const signalInterval = options.signalInterval ?? 0.1;
+  const fleet: readonly SimInstance[] =
+    options.fleet ??
+    Array.from({ length: options.instances }, () => ({
+      costModel: options.costModel,
+      role: 'mixed' as const,
+    }));
   const engines: Engine[] = [];
-  for (let i = 0; i < options.instances; i++) {
-    engines.push(new Engine({ ...options.engine, costModel }));
+  for (const [i, instance] of fleet.entries()) {
+    if (instance.role !== 'mixed') {
+      throw new Error(
+        `instance ${i} is a ${instance.role} instance: the simulator runs mixed (colocated) instances only so far; disaggregated prefill/decode comes with the disaggregated policies`,
+      );
+    }
+    engines.push(new Engine({ ...options.engine, ...instance.engine, costModel: instance.costModel }));
     policy.instanceAdded(
       i,
       {
@@ -81,7 +104,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       0,
     );
   }
-  const busy = new Array<number>(options.instances).fill(0);
+  const busy = new Array<number>(fleet.length).fill(0);
   const queue = new TinyQueue<SimEvent>([], (a, b) => a.time - b.time || a.seq - b.seq);
   const records: SimRecord[] = [];
   const byId = new Map<string, SimRecord>();

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -194,4 +194,37 @@ test('preble sim --goodput searches the highest rate meeting the SLOs, per polic
     );
   }
   assert.deepEqual(JSON.parse((await runCli([...args, ...slo])).stdout), { results }, 'deterministic');
+});
+
+test('preble sim --fleet: 4M is --instances 4; a file of instances with their own presets runs and counts GPUs', async () => {
+  const base = [
+    'sim',
+    '--workload',
+    'toolbench',
+    '--requests',
+    '200',
+    '--rps',
+    '6',
+    '--policy',
+    'e2',
+    '--json',
+  ];
+  const fleet = JSON.parse((await runCli([...base, '--fleet', '4M'])).stdout);
+  const plain = JSON.parse((await runCli([...base, '--instances', '4'])).stdout);
+  assert.equal(fleet.gpus, 4);
+  const { gpus: _gpus, ...rest } = fleet;
+  assert.deepEqual(rest, plain);
+  const dir = mkdtempSync(join(tmpdir(), 'preble-fleet-'));
+  const file = join(dir, 'fleet.yaml');
+  writeFileSync(
+    file,
+    'instances:\n  - { model: mistral-7b-a6000, count: 2 }\n  - { model: llama2-7b-h100, count: 1, pricePerHour: 4.75 }\n',
+  );
+  const mixed = await runCli([...base, '--fleet', file]);
+  assert.equal(mixed.code, 0, mixed.stderr);
+  const report = JSON.parse(mixed.stdout);
+  assert.equal(report.instances, 3);
+  assert.equal(report.perInstance.length, 3);
+  assert.equal(report.gpus, 3);
+  assert.equal(report.costPerHour, undefined, 'the A6000s have no price, so the fleet has none');
 });
