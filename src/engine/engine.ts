@@ -1,15 +1,19 @@
 import type { CostModel } from '../core/cost-model/types.ts';
 import type { QueueContext, QueuePolicy } from '../core/replica-queue/types.ts';
+import type { Role } from '../core/types.ts';
 import { type EngineOptions, resolveEngineOptions } from './options.ts';
 import { type CacheNode, PrefixCache } from './prefix-cache.ts';
 import { type Phase, RequestState } from './request-state.ts';
 import type {
+  AdoptedKv,
   EngineEviction,
   EngineFinish,
+  EngineKvReady,
   EngineRequest,
   EngineSnapshot,
   EngineStart,
   Iteration,
+  SubmitOptions,
 } from './types.ts';
 
 export type { EngineOptions } from './options.ts';
@@ -29,6 +33,11 @@ export interface EngineKvUsage {
   readonly pinnedTokens: number;
   /** Decode growth a non-preempting policy still holds for its running requests. */
   readonly reservedTokens: number;
+  /**
+   * KV held for transfers (each held request's `kvTokens`; a prefix two of them share counts twice):
+   * pinned, so part of `pinnedTokens` and `usedTokens` until `releaseKv`.
+   */
+  readonly heldTokens: number;
 }
 
 /** One request's part in the last iteration (tests, detailed metrics). */
@@ -58,11 +67,20 @@ export interface EngineRequestInfo {
 
 const IDLE: Iteration = Object.freeze({
   duration: 0,
-  events: Object.freeze({ started: [], firstTokens: [], finished: [], evictions: [], preempted: [] }),
+  events: Object.freeze({
+    started: [],
+    firstTokens: [],
+    finished: [],
+    evictions: [],
+    preempted: [],
+    kvReady: [],
+  }),
   batchRequests: 0,
   prefillTokens: 0,
   decodeTokens: 0,
 });
+
+const NONE_READY: readonly EngineKvReady[] = Object.freeze([]);
 
 /**
  * An emulated model instance (vLLM/SGLang-like), pure and clock-agnostic: `step(now)` forms the next
@@ -83,6 +101,26 @@ const IDLE: Iteration = Object.freeze({
  * 5. At the iteration's end: each prefill chunk's prompt tokens join the cache (shared at once);
  *    a completed prefill yields a token (the first, unless recomputing); a decode step yields one;
  *    a request that has yielded all its tokens inserts its sequence into the cache, unpins, finishes.
+ *
+ * Prefill/decode disaggregation (`role`, `submit`'s `stopAfterPrefill`, `adopt`, `releaseKv`):
+ * - A prefill-only request ends its leg at step 5 with its first token: the iteration that computes
+ *   its last prompt chunk also yields the first output token (DistServe and Splitwise: TTFT is the
+ *   prefill instance's; vLLM's disaggregated prefill runs with max_tokens 1). It leaves the batch,
+ *   reports `kvReady`, and its prompt stays pinned in the cache (counted as used memory, never
+ *   evicted nor preempted: the prefill instance's memory is the transfer's buffer, DistServe's pull
+ *   mode) until `releaseKv`, which unpins it; the prompt then stays cached like any other prefix.
+ * - `adopt` queues a request whose KV arrived, in the adopt queue (FIFO). At the start of the next
+ *   iteration (step 0, before decode growth) adopted requests join the batch in order, each only if
+ *   its new KV (what the cache does not already hold), its reserve and this iteration's decode
+ *   growth fit in free + evictable memory; the first that does not fit waits, with those behind it,
+ *   until memory frees (a decode instance's queue). Admitted, its prompt joins the prefix cache
+ *   (pinned), its generated tokens' KV is private, and it decodes from this iteration on.
+ * - A decode-role engine admits no prefill: it cannot recompute, so a preempted request is swapped
+ *   out instead (its KV leaves GPU memory, the copy's time not modelled) to the head of the adopt
+ *   queue, and readmitted with its KV as above. A mixed engine preempts adopted requests by
+ *   recomputation like any other.
+ * - Held KV may leave waiting requests unable to run while nothing else runs: the engine is then
+ *   stalled, `hasWork()` is false and `step` idles, until `releaseKv`, `abort`, `submit` or `adopt`.
  */
 export class Engine {
   readonly costModel: CostModel;
@@ -93,6 +131,7 @@ export class Engine {
   readonly enableChunking: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
+  readonly role: Role;
 
   private readonly cache = new PrefixCache();
   private readonly byId = new Map<string, RequestState>();
@@ -100,6 +139,13 @@ export class Engine {
   private readonly waiting: RequestState[] = [];
   /** Admission order: the last is the most recently admitted. */
   private readonly running: RequestState[] = [];
+  /** Adopted requests waiting for memory, in order (swapped-out ones back at the head). */
+  private readonly adoptQueue: RequestState[] = [];
+  /** Prefill-only requests holding their KV, and the sum of their `kvTokens`. */
+  private heldCount = 0;
+  private heldTokens = 0;
+  /** Waiting work cannot run until held KV is released (or something changes). */
+  private stalled = false;
   private readonly batch: RequestState[] = [];
   private readonly admitted: RequestState[] = [];
   private privateTokens = 0;
@@ -119,6 +165,7 @@ export class Engine {
     this.enableChunking = o.enableChunking;
     this.minEvictionTokens = o.minEvictionTokens;
     this.exclusivePrefixes = o.exclusivePrefixes;
+    this.role = o.role;
   }
 
   /**
@@ -126,32 +173,33 @@ export class Engine {
    * a bad output count, or a request that could never fit in memory even alone. An output count of 0
    * is served as 1 (a prefill always yields a token). Generation stops at `maxTokens`; without one,
    * under a non-preempting policy, at the policy's default reserve (the server's default max_tokens).
+   *
+   * `options.stopAfterPrefill`: the prefill leg only (see the class comment); the default on a
+   * prefill-role engine, where false is refused. A decode-role engine refuses every submit: it
+   * takes requests through `adopt`.
    */
-  submit(request: EngineRequest, now: number): void {
-    if (this.byId.has(request.id)) throw new Error(`engine: request '${request.id}' is already here`);
-    const promptLength = request.tokens.length;
-    if (promptLength === 0) throw new Error(`engine: request '${request.id}' has an empty prompt`);
-    if (!Number.isInteger(request.outputTokens) || request.outputTokens < 0) {
-      throw new Error(`engine: request '${request.id}' outputTokens must be an integer >= 0`);
+  submit(request: EngineRequest, now: number, options: SubmitOptions = {}): void {
+    if (this.role === 'decode') {
+      throw new Error(
+        `engine: request '${request.id}' submitted to a decode-role engine, which runs no prefill (adopt its KV instead)`,
+      );
     }
-    const maxTokens = request.maxTokens;
-    if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 1)) {
-      throw new Error(`engine: request '${request.id}' maxTokens must be an integer >= 1`);
+    const stopAfterPrefill = options.stopAfterPrefill ?? this.role === 'prefill';
+    if (!stopAfterPrefill && this.role === 'prefill') {
+      throw new Error(
+        `engine: request '${request.id}' cannot run whole on a prefill-role engine (stopAfterPrefill: false)`,
+      );
     }
-    let outputs = Math.max(1, Math.min(request.outputTokens, maxTokens ?? Number.POSITIVE_INFINITY));
-    if (maxTokens === undefined && !this.queuePolicy.preempts) {
-      // No max_tokens: the server's default applies, which for a non-preempting policy is what it
-      // reserves (no-preempt's defaultMaxOutputTokens, capped by the context).
-      const reserve = this.queuePolicy.reserveTokens({
-        id: request.id,
-        enqueuedAt: now,
-        promptTokens: promptLength,
-        cachedTokens: 0,
-      });
-      outputs = Math.min(outputs, Math.max(1, reserve));
+    const r = this.newRequest(request, now);
+    let need: number;
+    if (stopAfterPrefill) {
+      // Its output grows elsewhere: here it yields only its first token, which takes no KV growth.
+      r.stopAfterPrefill = true;
+      r.maxOutputTokens = 1;
+      need = r.promptTokens + this.queuePolicy.reserveTokens(r);
+    } else {
+      need = r.promptTokens + Math.max(r.outputTokens - 1, this.queuePolicy.reserveTokens(r));
     }
-    const r = new RequestState(this.cache, request.id, request.tokens, outputs, maxTokens, now);
-    const need = promptLength + Math.max(r.outputTokens - 1, this.queuePolicy.reserveTokens(r));
     if (need > this.kvCapacityTokens) {
       throw new Error(
         `engine: request '${request.id}' needs ${need} KV tokens, more than the capacity of ${this.kvCapacityTokens}`,
@@ -159,10 +207,76 @@ export class Engine {
     }
     this.byId.set(r.id, r);
     this.waiting.push(r);
+    this.stalled = false;
   }
 
+  /**
+   * Take a request whose KV arrived from another instance (`kv`: a `kvReady` event of the prefill
+   * engine): it waits in the adopt queue for memory, then decodes from `kv.generated` tokens on and
+   * finishes as usual, with `cachedTokens` = its whole prompt (computed elsewhere) unless a
+   * preemption made this engine recompute it. Its `started` event comes at its admission. Throws on
+   * a prefill-role engine, for a duplicate id, bad counts, `kvTokens` other than prompt + generated - 1,
+   * a request with no output left to decode, or one that could never fit in memory alone.
+   */
+  adopt(request: EngineRequest, kv: AdoptedKv, now: number): void {
+    if (this.role === 'prefill') {
+      throw new Error(
+        `engine: request '${request.id}' adopted by a prefill-role engine, which runs no decode`,
+      );
+    }
+    const r = this.newRequest(request, now);
+    const { kvTokens, generated } = kv;
+    if (!Number.isInteger(generated) || generated < 1) {
+      throw new Error(
+        `engine: adopted request '${request.id}' generated must be an integer >= 1, got ${generated}`,
+      );
+    }
+    if (kvTokens !== r.prompt.length + generated - 1) {
+      throw new Error(
+        `engine: adopted request '${request.id}' has KV for ${kvTokens} tokens, expected prompt + generated - 1 = ${r.prompt.length + generated - 1}`,
+      );
+    }
+    if (generated >= r.outputTokens) {
+      throw new Error(
+        `engine: adopted request '${request.id}' has nothing left to decode (generated ${generated} of ${r.outputTokens})`,
+      );
+    }
+    r.generated = generated;
+    r.kvTokens = kvTokens;
+    r.promptTokens = kvTokens;
+    if (r.maxTokens !== undefined) r.maxOutputTokens = r.maxTokens - generated;
+    const need = kvTokens + Math.max(r.outputTokens - generated, this.queuePolicy.reserveTokens(r));
+    if (need > this.kvCapacityTokens) {
+      throw new Error(
+        `engine: adopted request '${request.id}' needs ${need} KV tokens, more than the capacity of ${this.kvCapacityTokens}`,
+      );
+    }
+    r.phase = 'adopting';
+    this.byId.set(r.id, r);
+    this.adoptQueue.push(r);
+    this.stalled = false;
+  }
+
+  /**
+   * End a held request's transfer: its KV is unpinned (the prompt stays cached, evictable by LRU)
+   * and the request leaves this engine. False, doing nothing, when the id is not here (already
+   * released, aborted, unknown), so a late or repeated release is harmless; throws when the request
+   * is here but holds no KV (waiting or running): releasing it would lose a request.
+   */
+  releaseKv(id: string): boolean {
+    const r = this.byId.get(id);
+    if (r === undefined) return false;
+    if (r.phase !== 'held')
+      throw new Error(`engine: request '${id}' holds no KV to release (it is ${r.phase})`);
+    this.drop(r);
+    return true;
+  }
+
+  /** Something can run: running requests, or waiting ones unless held KV stalls them. */
   hasWork(): boolean {
-    return this.running.length > 0 || this.waiting.length > 0;
+    return (
+      this.running.length > 0 || (!this.stalled && (this.waiting.length > 0 || this.adoptQueue.length > 0))
+    );
   }
 
   /** Run one iteration starting at `now` (see the class comment); its events happen at its end. */
@@ -173,6 +287,7 @@ export class Engine {
     const preempted: string[] = [];
     const started: EngineStart[] = [];
 
+    if (this.adoptQueue.length > 0) this.admitAdopted(started, evictions);
     this.growDecodes(evictions, preempted);
     const budget = this.continuePrefills();
     // As in vLLM, an iteration that had to preempt admits nobody (unless nothing is left running).
@@ -192,7 +307,8 @@ export class Engine {
         r.batchPhase = 'decode';
         r.batchNew = 1;
         r.batchSeq = r.kvTokens;
-        r.joined = false;
+        r.joined = r.adoptedNow;
+        r.adoptedNow = false;
         decodeTokens++;
       } else if (r.chunk > 0) {
         r.batchPhase = 'prefill';
@@ -210,7 +326,18 @@ export class Engine {
       newTimesSeq += r.batchNew * r.batchSeq;
     }
     if (batch.length === 0) {
-      throw new Error('engine: requests are waiting but none can run (internal error)');
+      if (this.heldCount === 0) {
+        throw new Error('engine: requests are waiting but none can run (internal error)');
+      }
+      // Held KV leaves no room for what waits: idle until something is released.
+      this.stalled = true;
+      return {
+        duration: 0,
+        events: { started, firstTokens: [], finished: [], evictions, preempted, kvReady: [] },
+        batchRequests: 0,
+        prefillTokens: 0,
+        decodeTokens: 0,
+      };
     }
     const duration = this.costModel.iterationTime({
       requests: batch.length,
@@ -222,6 +349,7 @@ export class Engine {
     this.cache.now = now + duration;
     const firstTokens: string[] = [];
     const finished: EngineFinish[] = [];
+    let kvReady: EngineKvReady[] | undefined;
     for (const r of batch) {
       if (r.phase === 'prefill') {
         const target = r.seq.length;
@@ -239,30 +367,44 @@ export class Engine {
       this.generationTokensTotal++;
       if (r.generated === 1) firstTokens.push(r.id);
       if (r.generated >= r.outputTokens) finished.push(this.finish(r));
+      else if (r.stopAfterPrefill) {
+        kvReady ??= [];
+        kvReady.push(this.hold(r));
+      }
     }
-    if (finished.length > 0) this.dropGone(this.running);
+    if (finished.length > 0 || kvReady !== undefined) this.dropNotRunning(this.running);
 
     return {
       duration,
-      events: { started, firstTokens, finished, evictions, preempted },
+      events: { started, firstTokens, finished, evictions, preempted, kvReady: kvReady ?? NONE_READY },
       batchRequests: batch.length,
       prefillTokens,
       decodeTokens,
     };
   }
 
-  /** Drop a waiting or running request, freeing its memory; no event. False when it is not here. */
+  /**
+   * Drop a request at any stage (waiting, running, holding KV, waiting to be adopted), freeing its
+   * memory; no event. False when it is not here.
+   */
   abort(id: string): boolean {
     const r = this.byId.get(id);
     if (r === undefined) return false;
+    if (r.phase === 'held') {
+      this.drop(r);
+      return true;
+    }
     if (r.phase === 'waiting') {
       this.waiting.splice(this.waiting.indexOf(r), 1);
+    } else if (r.phase === 'adopting') {
+      this.adoptQueue.splice(this.adoptQueue.indexOf(r), 1);
     } else {
       this.running.splice(this.running.indexOf(r), 1);
       this.release(r);
     }
     r.phase = 'gone';
     this.byId.delete(id);
+    this.stalled = false;
     return true;
   }
 
@@ -270,7 +412,8 @@ export class Engine {
    * Load signals, SGLang-style: `usedKvTokens` is what running requests hold (pinned cache and
    * private tokens); `freeKvTokens` = capacity - used - reserves, so it counts the evictable cache as
    * free. `queuedPrefillTokens`: the uncached part of every waiting request (matched now: O(queue))
-   * plus the prefill running requests still have to do. Prompt and cached totals count finished requests.
+   * plus the prefill running requests still have to do. Prompt and cached totals count finished
+   * requests and ended prefill legs (`kvReady`). Held KV is pinned, so it is part of `usedKvTokens`.
    */
   snapshot(): EngineSnapshot {
     let queued = 0;
@@ -285,6 +428,9 @@ export class Engine {
       usedKvTokens: used,
       freeKvTokens: Math.max(0, this.kvCapacityTokens - used - this.reservedTokens),
       kvCapacityTokens: this.kvCapacityTokens,
+      heldRequests: this.heldCount,
+      heldKvTokens: this.heldTokens,
+      adoptWaiting: this.adoptQueue.length,
       promptTokensTotal: this.promptTokensTotal,
       cachedPromptTokensTotal: this.cachedPromptTokensTotal,
       generationTokensTotal: this.generationTokensTotal,
@@ -301,6 +447,7 @@ export class Engine {
       evictableTokens: this.cache.evictableTokens,
       pinnedTokens: this.cache.pinnedTokens,
       reservedTokens: this.reservedTokens,
+      heldTokens: this.heldTokens,
     };
   }
 
@@ -323,7 +470,7 @@ export class Engine {
     if (r === undefined) return undefined;
     return {
       phase: r.phase,
-      pinnedTokens: r.phase === 'waiting' ? 0 : r.pin.endLen,
+      pinnedTokens: r.pin.endLen,
       kvTokens: r.kvTokens,
       privateTokens: r.privateTokens,
       generated: r.generated,
@@ -353,7 +500,28 @@ export class Engine {
       if (r.phase !== 'waiting' || this.byId.get(r.id) !== r)
         throw new Error(`engine: waiting '${r.id}' is off`);
     }
-    if (this.byId.size !== this.running.length + this.waiting.length) throw new Error('engine: index size');
+    for (const r of this.adoptQueue) {
+      if (r.phase !== 'adopting' || this.byId.get(r.id) !== r || r.pin !== this.cache.root)
+        throw new Error(`engine: adopting '${r.id}' is off`);
+      if (r.kvTokens !== r.prompt.length + r.generated - 1)
+        throw new Error(`engine: adopting '${r.id}' has KV for ${r.kvTokens} tokens`);
+    }
+    let held = 0;
+    let heldTokens = 0;
+    for (const r of this.byId.values()) {
+      if (r.phase !== 'held') continue;
+      held++;
+      heldTokens += r.kvTokens;
+      for (let n = r.pin; n !== this.cache.root; n = n.parent!) expected.set(n, (expected.get(n) ?? 0) + 1);
+      if (r.pin.endLen !== r.kvTokens || r.kvTokens !== r.prompt.length || r.privateTokens !== 0)
+        throw new Error(`engine: held '${r.id}' pins ${r.pin.endLen} of ${r.kvTokens} KV tokens`);
+      if (r.reserveLeft !== 0 || r.generated !== 1) throw new Error(`engine: held '${r.id}' is off`);
+    }
+    if (held !== this.heldCount || heldTokens !== this.heldTokens) throw new Error('engine: held count');
+    if (this.byId.size !== this.running.length + this.waiting.length + this.adoptQueue.length + held)
+      throw new Error('engine: index size');
+    if (this.role === 'decode' && (this.waiting.length > 0 || this.running.some((r) => r.phase !== 'decode')))
+      throw new Error('engine: a decode-role engine has a prefill');
     if (privateTokens !== this.privateTokens) throw new Error('engine: private token count');
     if (reserved !== this.reservedTokens) throw new Error('engine: reserved token count');
     if (this.cache.tokens + this.privateTokens > this.kvCapacityTokens)
@@ -378,14 +546,18 @@ export class Engine {
         const victim = this.running.pop();
         if (victim === undefined) throw new Error('engine: out of KV memory with nothing to preempt');
         if (victim.phase === 'decode') need--;
-        this.preempt(victim);
+        if (this.role === 'decode') this.swapOut(victim);
+        else this.preempt(victim);
         preempted.push(victim.id);
         victims.push(victim);
         const short = need - this.freeTokens();
         if (short > 0) this.evict(short, evictions);
       }
       // Back at the head of the queue, the earliest admitted first (as vLLM's appendleft leaves them).
-      if (victims.length > 0) this.waiting.unshift(...victims.reverse());
+      if (victims.length > 0) {
+        const queue = this.role === 'decode' ? this.adoptQueue : this.waiting;
+        queue.unshift(...victims.reverse());
+      }
     }
     for (const r of this.running) {
       if (r.phase !== 'decode') continue;
@@ -397,6 +569,57 @@ export class Engine {
         this.reservedTokens--;
       }
     }
+  }
+
+  /**
+   * Step 0 (disaggregation): adopted requests join the batch, in adopt-queue order, each only if its
+   * new KV (what the cache lacks of its prompt, plus its generated tokens' KV), its reserve and this
+   * iteration's decode growth (its own included; a non-preempting policy's reserves already hold
+   * it) fit in free + evictable memory, so that admitting it never preempts. Its prompt is inserted
+   * into the cache and pinned; the rest of its KV is private.
+   */
+  private admitAdopted(started: EngineStart[], evictions: EngineEviction[]): void {
+    const queue = this.adoptQueue;
+    let decodes = 0;
+    for (const r of this.running) if (r.phase === 'decode') decodes++;
+    let admitted = 0;
+    while (admitted < queue.length && this.running.length < this.maxRunning) {
+      const r = queue[admitted]!;
+      const prompt = r.prompt;
+      const matched = this.cache.match(r.cursor, prompt);
+      const pin = this.cache.pinMatch(r.cursor);
+      const fresh = r.kvTokens - matched;
+      const reserve = this.queuePolicy.reserveTokens(r);
+      const growth = this.queuePolicy.preempts ? decodes + 1 : 0;
+      const free = this.freeTokens();
+      if (fresh + reserve + growth > free + this.cache.evictableTokens - this.reservedTokens) {
+        this.cache.unpin(pin);
+        break;
+      }
+      const short = fresh - free;
+      if (short > 0 && this.evict(short, evictions) < short) {
+        throw new Error('engine: an adopted request could not be given memory (internal error)');
+      }
+      r.pin = matched < prompt.length ? this.cache.extend(pin, prompt, prompt.length) : pin;
+      r.privateTokens = r.kvTokens - prompt.length;
+      this.privateTokens += r.privateTokens;
+      r.reserveLeft = reserve;
+      this.reservedTokens += reserve;
+      r.admittedCached = prompt.length;
+      r.done = prompt.length;
+      r.recomputeLeft = 0;
+      r.chunk = 0;
+      r.phase = 'decode';
+      r.adoptedNow = true;
+      this.running.push(r);
+      decodes++;
+      admitted++;
+      if (!r.started) {
+        r.started = true;
+        started.push({ id: r.id, cachedTokens: prompt.length });
+      }
+    }
+    if (admitted > 0) queue.splice(0, admitted);
   }
 
   /** Step 2: running prefills take their next chunk first. Returns the budget left. */
@@ -532,6 +755,85 @@ export class Engine {
     this.cache.unpin(r.pin);
   }
 
+  /**
+   * A prefill-only request's leg ends: it leaves the batch holding its prompt's KV (pinned, the
+   * whole prompt in the cache by now) until `releaseKv`; a non-preempting policy's reserve goes.
+   */
+  private hold(r: RequestState): EngineKvReady {
+    if (r.privateTokens !== 0 || r.pin.endLen !== r.prompt.length || r.kvTokens !== r.prompt.length)
+      throw new Error(`engine: '${r.id}' ended its prefill with its prompt not cached (internal error)`);
+    this.reservedTokens -= r.reserveLeft;
+    r.reserveLeft = 0;
+    r.phase = 'held';
+    this.heldCount++;
+    this.heldTokens += r.kvTokens;
+    const cachedTokens = Math.min(r.admittedCached, r.prompt.length);
+    this.promptTokensTotal += r.prompt.length;
+    this.cachedPromptTokensTotal += cachedTokens;
+    return {
+      id: r.id,
+      path: r.prompt,
+      kvTokens: r.kvTokens,
+      generated: r.generated,
+      promptTokens: r.prompt.length,
+      cachedTokens,
+    };
+  }
+
+  /** A held request leaves (released or aborted): its pin goes, its prompt stays cached. */
+  private drop(r: RequestState): void {
+    this.cache.unpin(r.pin);
+    r.pin = this.cache.root;
+    this.heldCount--;
+    this.heldTokens -= r.kvTokens;
+    r.phase = 'gone';
+    this.byId.delete(r.id);
+    this.stalled = false;
+  }
+
+  /**
+   * A decode-role engine's preemption: it cannot recompute (no prefill), so the victim's KV is
+   * swapped out (leaving GPU memory) and it waits in the adopt queue to be readmitted with it.
+   */
+  private swapOut(r: RequestState): void {
+    this.release(r);
+    this.preemptionsTotal++;
+    // Its pin (at most its prompt) is a prefix of what it will match again.
+    r.cursor.node = r.pin;
+    r.cursor.matched = r.pin.endLen;
+    r.cursor.version = -1;
+    r.pin = this.cache.root;
+    r.phase = 'adopting';
+    r.chunk = 0;
+  }
+
+  /** A request's state from what a client sent: ids, prompt and output counts checked. */
+  private newRequest(request: EngineRequest, now: number): RequestState {
+    if (this.byId.has(request.id)) throw new Error(`engine: request '${request.id}' is already here`);
+    const promptLength = request.tokens.length;
+    if (promptLength === 0) throw new Error(`engine: request '${request.id}' has an empty prompt`);
+    if (!Number.isInteger(request.outputTokens) || request.outputTokens < 0) {
+      throw new Error(`engine: request '${request.id}' outputTokens must be an integer >= 0`);
+    }
+    const maxTokens = request.maxTokens;
+    if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 1)) {
+      throw new Error(`engine: request '${request.id}' maxTokens must be an integer >= 1`);
+    }
+    let outputs = Math.max(1, Math.min(request.outputTokens, maxTokens ?? Number.POSITIVE_INFINITY));
+    if (maxTokens === undefined && !this.queuePolicy.preempts) {
+      // No max_tokens: the server's default applies, which for a non-preempting policy is what it
+      // reserves (no-preempt's defaultMaxOutputTokens, capped by the context).
+      const reserve = this.queuePolicy.reserveTokens({
+        id: request.id,
+        enqueuedAt: now,
+        promptTokens: promptLength,
+        cachedTokens: 0,
+      });
+      outputs = Math.min(outputs, Math.max(1, reserve));
+    }
+    return new RequestState(this.cache, request.id, request.tokens, outputs, maxTokens, now);
+  }
+
   /** Preemption by recomputation: back to waiting, to prefill its prompt and output so far again. */
   private preempt(r: RequestState): void {
     this.release(r);
@@ -560,9 +862,10 @@ export class Engine {
     return this.kvCapacityTokens - this.cache.tokens - this.privateTokens;
   }
 
-  private dropGone(list: RequestState[]): void {
+  /** Keep the requests still running (finished ones are gone, prefill-only ones held). */
+  private dropNotRunning(list: RequestState[]): void {
     let j = 0;
-    for (const r of list) if (r.phase !== 'gone') list[j++] = r;
+    for (const r of list) if (r.phase === 'prefill' || r.phase === 'decode') list[j++] = r;
     list.length = j;
   }
 

@@ -5,6 +5,7 @@ import {
   type QueuePolicyOptions,
 } from '../core/replica-queue/registry.ts';
 import type { QueuePolicy } from '../core/replica-queue/types.ts';
+import type { Role } from '../core/types.ts';
 
 export interface EngineOptions {
   /** Iteration times and, unless overridden, the KV capacity. */
@@ -43,6 +44,13 @@ export interface EngineOptions {
    * which computes it again (and is reported as a cache miss). Default false: paged engines share.
    */
   readonly exclusivePrefixes?: boolean;
+  /**
+   * The instance's part in prefill/decode disaggregation. 'mixed' (default) runs whole requests and
+   * may also run prefill-only requests and adopt KV from elsewhere; 'prefill' runs every request to
+   * its first token, then holds its KV for the transfer (`kvReady`, `releaseKv`); 'decode' admits no
+   * prefill at all: it only takes `adopt`ed requests, and preempts by swapping (see `Engine`).
+   */
+  readonly role?: Role;
 }
 
 export const defaultChunkedPrefillTokens = 512;
@@ -59,7 +67,10 @@ export interface ResolvedEngineOptions {
   readonly enableChunking: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
+  readonly role: Role;
 }
+
+const roles: readonly Role[] = ['mixed', 'prefill', 'decode'];
 
 /** Defaults applied and every value checked; throws one line naming the bad option. */
 export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOptions {
@@ -78,6 +89,10 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
   if (!Number.isInteger(minEvictionTokens) || minEvictionTokens < 1) {
     throw new Error(`engine: minEvictionTokens must be an integer >= 1, got ${minEvictionTokens}`);
   }
+  const role = options.role ?? 'mixed';
+  if (!roles.includes(role)) {
+    throw new Error(`engine: role must be one of ${roles.join(', ')}, got ${String(role)}`);
+  }
   const policy = options.queuePolicy ?? defaultQueuePolicy;
   const queuePolicy =
     typeof policy === 'string' ? createQueuePolicy(policy, options.queuePolicyOptions ?? {}) : policy;
@@ -90,5 +105,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     enableChunking: options.enableChunking ?? true,
     exclusivePrefixes: options.exclusivePrefixes ?? false,
     minEvictionTokens,
+    role,
   };
 }

@@ -3,8 +3,12 @@ import type { Tokens } from '../core/types.ts';
 import { outputRange, promptHash, withOutputs } from './output-tokens.ts';
 import type { CacheNode, MatchCursor, PrefixCache } from './prefix-cache.ts';
 
-/** Waiting in the queue, running its prefill (in chunks), decoding, or gone (finished or aborted). */
-export type Phase = 'waiting' | 'prefill' | 'decode' | 'gone';
+/**
+ * Waiting in the queue, running its prefill (in chunks), decoding, or gone (finished or aborted);
+ * for disaggregation also `held` (a prefill-only request holding its KV until `releaseKv`) and
+ * `adopting` (adopted KV waiting for memory in the adopt queue, or swapped out of a decode engine).
+ */
+export type Phase = 'waiting' | 'prefill' | 'decode' | 'held' | 'adopting' | 'gone';
 
 /**
  * One request inside an engine, from submission to finish. While it waits it is the queue
@@ -59,6 +63,10 @@ export class RequestState implements QueuedRequest {
   batchNew = 0;
   batchSeq = 0;
   joined = false;
+  /** Runs to its first token only, then holds its KV (`SubmitOptions.stopAfterPrefill`). */
+  stopAfterPrefill = false;
+  /** Its KV was adopted by this iteration's admission (it joins the batch as a decode). */
+  adoptedNow = false;
   private hash = -1;
 
   constructor(
