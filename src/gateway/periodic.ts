@@ -24,3 +24,16 @@ export class Periodic {
     return this.running;
   }
 }
+
+/** The shortest real interval a policy-clock period is run at: a fast time scale must not flood replicas. */
+export const MIN_REAL_INTERVAL_SECONDS = 0.02;
+
+/**
+ * Real seconds between rounds of work that is periodic on the policy's clock (ticks, load polls): the
+ * policy's clock runs `timeScale` times faster than the wall clock, so `seconds` of it pass in
+ * `seconds / timeScale` real seconds (at least MIN_REAL_INTERVAL_SECONDS). 0 or less stays off.
+ */
+export function realInterval(seconds: number, timeScale: number): number {
+  if (seconds <= 0) return 0;
+  return Math.max(seconds / timeScale, MIN_REAL_INTERVAL_SECONDS);
+}

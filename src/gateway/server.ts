@@ -15,7 +15,7 @@ import { KvEventSubscriber } from './kv-events.ts';
 import { pollLoad } from './load-poller.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { discoverModels } from './model-discovery.ts';
-import { Periodic } from './periodic.ts';
+import { Periodic, realInterval } from './periodic.ts';
 import { type ProxyContext, proxy } from './proxy.ts';
 import { type Replica, ReplicaSet } from './replicas.ts';
 
@@ -40,14 +40,14 @@ export interface GatewayOptions {
    * each replica's /v1/models says what it serves.
    */
   readonly model?: string;
-  /** Seconds between the policy's background ticks. Default 1. */
+  /** Seconds of the policy's clock (the replicas' seconds, see timeScale) between its background ticks. Default 1. */
   readonly tickSeconds?: number;
   /**
    * Replicas that emulate time faster than real (`preble engine --time-scale`) need the policy's
    * clock sped up alike, so that its window and costs are in the replicas' seconds. Default 1.
    */
   readonly timeScale?: number;
-  /** Seconds between polls of the replicas' /metrics for load signals; 0 turns polling off. Default 0.5. */
+  /** Policy-clock seconds between polls of the replicas' /metrics for load signals; 0 turns polling off. Default 0.5. */
   readonly pollSeconds?: number;
   /**
    * How prompts become token ids: a loaded tokenizer, or `backend` (the replicas' /tokenize). Default:
@@ -275,15 +275,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       discoverModels: () => discovery.runNow(),
     });
 
+  // Ticks and load polls are periodic on the policy's clock (the replicas' seconds), as in the
+  // simulator; health checks and model discovery are about the network, so they run on real time.
   const tick = setInterval(
     () => {
       for (const pool of replicas.pools()) pool.policy.tick(now());
     },
-    (options.tickSeconds ?? 1) * 1000,
+    realInterval(options.tickSeconds ?? 1, timeScale) * 1000,
   );
   tick.unref();
   const poller = new Periodic(() => pollLoad(replicas, now));
-  poller.start(options.pollSeconds ?? 0.5);
+  poller.start(realInterval(options.pollSeconds ?? 0.5, timeScale));
   const checker = new Periodic(() => checkHealth(replicas, health));
   checker.start(health.intervalSeconds);
   // A replica may be restarted with another model: its /v1/models is read again every health round.
