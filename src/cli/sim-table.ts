@@ -4,6 +4,8 @@ import type { SimReport } from '../sim/run.ts';
 /** One row per policy and rate: the figures a person compares first. */
 export function simTable(reports: readonly SimReport[]): string {
   const head = reports[0];
+  // With --slo-ttft/--slo-tpot: the share of requests meeting both.
+  const slo = reports.some((r) => r.sloAttainment !== undefined);
   const title =
     head === undefined ? '' : `${head.workload}, ${head.instances} instances, ${head.requests} requests\n\n`;
   return (
@@ -19,6 +21,7 @@ export function simTable(reports: readonly SimReport[]): string {
         'tpot mean s',
         'hit rate',
         'busy max/min',
+        ...(slo ? ['slo met'] : []),
       ],
       reports.map((r) => {
         const busy = r.perInstance.map((i) => i.busyFraction);
@@ -33,6 +36,7 @@ export function simTable(reports: readonly SimReport[]): string {
           fixed(r.tpot.mean, 4),
           fixed(r.cacheHitRate, 3),
           min > 0 ? fixed(Math.max(...busy) / min, 2) : 'inf',
+          ...(slo ? [fixed(r.sloAttainment?.both ?? 0, 3)] : []),
         ];
       }),
     )

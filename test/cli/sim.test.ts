@@ -228,3 +228,11 @@ test('preble sim --fleet: 4M is --instances 4; a file of instances with their ow
   assert.equal(report.gpus, 3);
   assert.equal(report.costPerHour, undefined, 'the A6000s have no price, so the fleet has none');
 });
+
+test('preble sim with SLOs shows the share meeting them in its table', async () => {
+  const args = ['sim', '--workload', 'toolbench', '--requests', '100', '--rps', '4', '--policy', 'e2'];
+  const plain = await runCli(args);
+  assert.doesNotMatch(plain.stdout, /slo met/);
+  const withSlo = await runCli([...args, '--slo-ttft', '1', '--slo-tpot', '0.1']);
+  assert.match(withSlo.stdout, /slo met\n[- ]+\ne2 .* (0|1)\.?\d*\n?$/);
+});
