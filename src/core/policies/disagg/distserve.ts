@@ -18,7 +18,8 @@ export const distServeDefaults: Required<DistServeOptions> = {};
  * `routeDecode` moves it to the decode instance, so "in its prefill phase" and "in flight on a decode
  * instance" are both the ClusterView's in-flight counts. The prefill instances run FCFS (the
  * registry's `engineQueuePolicy`), their batches filled up to the engine's chunk budget: our stand-in
- * for DistServe's L_m, the prompt-token count past which batching more prefills stops paying. Left for
+ * for DistServe's L_m, the prompt-token count past which batching more prefills stops paying (DistServe runs
+a prompt longer than L_m alone; our engines chunk it at the budget unless chunking is off). Left for
  * later: deriving L_m from the cost model (the saturation point of the prefill roofline), DistServe's
  * placement search (how many prefill and decode instances, which parallelism) and the pull of KV by
  * the decode instance as its memory frees (the simulator's `pull` transfer mode approximates it).
