@@ -20,6 +20,15 @@ const CSV_COLUMNS = [
   'outputTokens',
 ] as const;
 
+/** The journey of a disaggregated request; these columns come last, in runs where some request was. */
+const JOURNEY_COLUMNS = [
+  'decodeInstance',
+  'prefillEnd',
+  'transferStart',
+  'transferEnd',
+  'decodeStart',
+] as const;
+
 /** `--out DIR`: results.json, one per-request CSV per run, and latency/TTFT-against-RPS plots. */
 export async function writeSimOutputs(
   dir: string,
@@ -29,8 +38,11 @@ export async function writeSimOutputs(
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'results.json'), `${JSON.stringify({ results: reports }, null, 2)}\n`);
   for (const [key, rows] of records) {
-    const lines = [CSV_COLUMNS.join(',')];
-    for (const r of rows) lines.push(CSV_COLUMNS.map((c) => String(r[c])).join(','));
+    const columns: readonly (keyof SimRecord)[] = rows.some((r) => r.decodeInstance >= 0)
+      ? [...CSV_COLUMNS, ...JOURNEY_COLUMNS]
+      : CSV_COLUMNS;
+    const lines = [columns.join(',')];
+    for (const r of rows) lines.push(columns.map((c) => String(r[c])).join(','));
     await writeFile(join(dir, `requests-${key.replace(/[^a-z0-9.@-]/gi, '_')}.csv`), `${lines.join('\n')}\n`);
   }
   const policies = [...new Set(reports.map((r) => r.policy))];

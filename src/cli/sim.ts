@@ -36,7 +36,7 @@ export function registerSim(program: Command): void {
     .option('--instances <n>', 'model instances', positiveInt, 4)
     .option(
       '--fleet <fleet>',
-      'instances one by one instead of --instances: a YAML/JSON file of instance specs, or counts like 4M (docs/fleets.md); mixed (colocated) instances only so far',
+      'instances one by one instead of --instances: a YAML/JSON file of instance specs, or counts like 4M or 2P1D (docs/fleets.md); prefill/decode instances need a disaggregated policy (distserve)',
     )
     .option(
       '--rps <r>',
@@ -132,12 +132,10 @@ async function sim(flags: SimFlags): Promise<void> {
     flags.fleet === undefined
       ? undefined
       : (await import('./fleet-file.ts')).fleetFromFlag(flags.fleet, flags.model);
-  const mixedOnly = fleet?.instances.find((instance) => instance.role !== 'mixed');
-  if (mixedOnly !== undefined) {
-    throw new Error(
-      `--fleet: instance ${mixedOnly.id} is ${mixedOnly.role}: preble sim runs mixed (colocated) instances only so far; the disaggregated policies that use prefill and decode instances are not built yet`,
-    );
-  }
+  // Prefill and decode instances: the KV moves over the fleet's links, in its transfer mode.
+  const kvTransfer = fleet?.instances.some((instance) => instance.role !== 'mixed')
+    ? { placement: fleet, mode: fleet.transferMode }
+    : undefined;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
     const options = policyOptions.get(policy);
     return {
@@ -149,6 +147,7 @@ async function sim(flags: SimFlags): Promise<void> {
         ? {}
         : {
             fleet: fleet.instances,
+            ...(kvTransfer === undefined ? {} : { kvTransfer }),
             ...(flags.kvTokens === undefined ? {} : { kvCapacityTokens: flags.kvTokens }),
           }),
       rps,

@@ -151,6 +151,21 @@ export class ClusterView {
     if (s !== undefined) s.inflight++;
   }
 
+  /**
+   * Move an in-flight request to another instance (disaggregation: from its prefill instance to its
+   * decode instance); returns where it was, or undefined (nothing changes) if it is not in flight.
+   */
+  move(requestId: string, to: InstanceId): InstanceId | undefined {
+    const from = this.requests.get(requestId);
+    if (from === undefined) return undefined;
+    this.requests.set(requestId, to);
+    const a = this.states[from];
+    if (a !== undefined) a.inflight--;
+    const b = this.states[to];
+    if (b !== undefined) b.inflight++;
+    return from;
+  }
+
   /** Release a request; returns where it ran, or undefined if it was not in flight (idempotent). */
   end(requestId: string): InstanceId | undefined {
     const instance = this.requests.get(requestId);

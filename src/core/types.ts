@@ -46,6 +46,12 @@ export interface RouteDecision<C extends InstanceCost = InstanceCost> {
   readonly matchedTokens: number;
   /** The costs compared, for explanations and metrics (may be empty for cost-free policies). */
   readonly costs: readonly C[];
+  /**
+   * Prefill/decode disaggregation: present, `instance` is the prefill instance and the request's
+   * decode runs elsewhere: on this instance, or on the one `routeDecode` picks when its KV is ready
+   * ('at-kv-ready'). Absent (every colocated policy), the request runs whole on `instance`.
+   */
+  readonly decode?: InstanceId | 'at-kv-ready';
 }
 
 /** Token counts an engine reports when a request finishes. */
@@ -98,6 +104,15 @@ export interface InstanceLoadSignal {
  *   route -> requestStarted -> requestFirstToken -> requestFinished | requestFailed.
  * The caller counts the request against its instance before dispatch: `route` itself records it
  * as in flight on the chosen instance, and `requestFinished`/`requestFailed` release it.
+ *
+ * A disaggregated request (a decision with `decode`) runs its prefill on `instance` and its decode on
+ * a decode instance, and its calls are, in this order:
+ *   route -> requestStarted (prefill admitted) -> requestFirstToken (prefill end) -> kvReady
+ *   [-> routeDecode, for 'at-kv-ready'] -> kvArrived -> requestFinished | requestFailed.
+ * It is counted against the prefill instance from `route` and moved to the decode instance when the
+ * policy commits to it (in `routeDecode`, or in `kvReady` for a decode named at route; BasePolicy's
+ * `moveRequest`), and released exactly once. A request that ends at its prefill (one output token)
+ * has no kvReady: route -> requestStarted -> requestFirstToken -> requestFinished.
  */
 export interface GlobalPolicy {
   readonly name: string;
@@ -134,4 +149,13 @@ export interface GlobalPolicy {
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
   /** Periodic background work: window expiry, rebalancing, prefix replication. */
   tick(now: number): void;
+  /**
+   * Disaggregation: the decode instance of a request routed with `decode: 'at-kv-ready'`, asked when
+   * its prefill on `prefillInstance` ended with `kvTokens` of KV to move (after `kvReady`).
+   */
+  routeDecode?(id: string, prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId;
+  /** Disaggregation: the prefill leg ended; the KV of `path` is held on `prefillInstance`. */
+  kvReady?(id: string, prefillInstance: InstanceId, path: Tokens, now: number): void;
+  /** Disaggregation: the KV of `path` arrived on `decodeInstance`, which takes the request over. */
+  kvArrived?(id: string, decodeInstance: InstanceId, path: Tokens, now: number): void;
 }

@@ -21,4 +21,15 @@ export interface SimRecord {
   /** Prompt tokens the engine served from its cache. */
   cachedTokens: number;
   outputTokens: number;
+  /**
+   * Disaggregation (a request routed with `decode`; -1 otherwise, and for one that ended at its prefill):
+   * the instance that decoded it, its prefill's end (= its first token), when its KV transfer started
+   * and when the KV was on the decode instance, and when the decode instance admitted it. Its prefill
+   * started at `start`, on `instance`.
+   */
+  decodeInstance: InstanceId;
+  prefillEnd: number;
+  transferStart: number;
+  transferEnd: number;
+  decodeStart: number;
 }

@@ -2,12 +2,13 @@ import type { InstanceCostModel } from '../core/cost-model/instance.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { FleetInstance } from '../core/fleet/fleet.ts';
-import { createGlobalPolicy } from '../core/policies/registry.ts';
+import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
+import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
 import type { SimRecord } from './record.ts';
-import { type SimInstance, type SimResult, simulate } from './simulator.ts';
+import { type KvTransferSetup, type SimInstance, type SimResult, simulate } from './simulator.ts';
 
 /** One simulation: which policy, on which cluster, under which stream. */
 export interface SimSpec {
@@ -22,13 +23,16 @@ export interface SimSpec {
    * preset (with `kvCapacityTokens` when given), its own engine settings over the run's.
    */
   readonly fleet?: readonly FleetInstance[];
+  /** A fleet with prefill and decode instances: its links and transfer mode (the `Fleet` itself does). */
+  readonly kvTransfer?: KvTransferSetup;
   readonly kvCapacityTokens?: number;
   /** A fresh copy of the request stream (every policy must see the identical one). */
   readonly requests: () => Iterable<WorkloadRequest>;
   readonly seed: number;
   /**
-   * The engines' waiting-queue policy. 'auto' = SGLang's lpm for every global policy, so that runs
-   * compare global policies alone; Preble's priority groups are a step of the ablation.
+   * The engines' waiting-queue policy. 'auto' = SGLang's lpm for every colocated global policy, so
+   * that runs compare global policies alone (Preble's priority groups are a step of the ablation);
+   * a disaggregated policy's own (the registry's `engineQueuePolicy`: fcfs for distserve).
    */
   readonly queuePolicy?: QueuePolicyName | 'auto';
   /** Chunked-prefill token budget per iteration. */
@@ -71,6 +75,11 @@ export interface SimReport {
   readonly gpus?: number;
   readonly costPerHour?: number;
   readonly queuePolicy: QueuePolicyName;
+  /**
+   * Only when some request was disaggregated: seconds from the start of its KV transfer to the KV's
+   * availability on the decode instance (for layer-wise, the residue after the prefill).
+   */
+  readonly transfer?: PercentileSummary;
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -79,14 +88,17 @@ export interface SimReport {
   readonly durationSeconds: number;
 }
 
-export function resolveQueuePolicy(queuePolicy: QueuePolicyName | 'auto' | undefined): QueuePolicyName {
+export function resolveQueuePolicy(
+  queuePolicy: QueuePolicyName | 'auto' | undefined,
+  policy?: string,
+): QueuePolicyName {
   if (queuePolicy !== undefined && queuePolicy !== 'auto') return queuePolicy;
-  return 'lpm';
+  return (policy === undefined ? undefined : policyEntry(policy).engineQueuePolicy) ?? 'lpm';
 }
 
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
-  const queuePolicy = resolveQueuePolicy(spec.queuePolicy);
+  const queuePolicy = resolveQueuePolicy(spec.queuePolicy, spec.policy);
   const policy = createGlobalPolicy(
     spec.policy,
     { costModel: spec.costModel, seed: spec.seed },
@@ -97,6 +109,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     instances: spec.instances,
     costModel: spec.costModel,
     ...(spec.fleet === undefined ? {} : { fleet: simFleet(spec.fleet, spec.kvCapacityTokens) }),
+    ...(spec.kvTransfer === undefined ? {} : { kvTransfer: spec.kvTransfer }),
     engine: {
       queuePolicy,
       ...(spec.chunkTokens === undefined ? {} : { chunkedPrefillTokens: spec.chunkTokens }),
@@ -123,6 +136,8 @@ function simFleet(fleet: readonly FleetInstance[], kvCapacityTokens: number | un
       ...(instance.chunkTokens === undefined ? {} : { chunkedPrefillTokens: instance.chunkTokens }),
       ...(instance.maxRunning === undefined ? {} : { maxRunning: instance.maxRunning }),
     },
+    kvBytesPerToken: instance.kvBytesPerToken,
+    layers: instance.layers,
   }));
 }
 
@@ -133,7 +148,9 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
   let prompt = 0;
   let predicted = 0;
   let output = 0;
+  const transfers: number[] = [];
   for (const r of records) {
+    if (r.transferEnd >= 0) transfers.push(r.transferEnd - r.transferStart);
     branches[r.branch] = (branches[r.branch] ?? 0) + 1;
     prompt += r.promptTokens;
     predicted += r.predictedCachedTokens;
@@ -156,6 +173,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...(summary.sloAttainment === undefined ? {} : { sloAttainment: summary.sloAttainment }),
     ...fleetFigures(spec.fleet),
     queuePolicy,
+    ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,
     meanOutputTokens: records.length > 0 ? output / records.length : 0,
@@ -164,6 +182,11 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
 }
 
 export type { SimRecord };
+
+function transferSummary(seconds: number[]): PercentileSummary {
+  const { mean, p50, p90, p99 } = percentiles(seconds);
+  return { mean, p50, p90, p99 };
+}
 
 function fleetFigures(fleet: readonly FleetInstance[] | undefined): { gpus?: number; costPerHour?: number } {
   if (fleet === undefined) return {};

@@ -1,8 +1,16 @@
 import TinyQueue from 'tinyqueue';
 import type { CostModel } from '../core/cost-model/types.ts';
+import { kvArrival, type LinkPlacement, linkBetween, type TransferMode } from '../core/fleet/kv-link.ts';
+import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
 import type { GlobalPolicy, InstanceId, Role } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
-import type { EngineSnapshot, Iteration } from '../engine/types.ts';
+import type {
+  EngineFinish,
+  EngineKvReady,
+  EngineRequest,
+  EngineSnapshot,
+  Iteration,
+} from '../engine/types.ts';
 import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
 import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
@@ -11,10 +19,27 @@ import type { SimRecord } from './record.ts';
 /** One instance of a fleet that is not N copies of one engine (other hardware, other settings). */
 export interface SimInstance {
   readonly costModel: CostModel;
-  /** Only `mixed` runs here so far: prefill and decode roles need the disaggregated path (issue 10). */
+  /**
+   * `mixed` runs whole requests; `prefill` and `decode` instances run the two legs of a disaggregated
+   * request (a policy whose decisions carry `decode`, with `SimulatorOptions.kvTransfer`).
+   */
   readonly role: Role;
   /** This instance's engine settings; unset ones come from `SimulatorOptions.engine`. */
   readonly engine?: Omit<EngineOptions, 'costModel'>;
+  /** KV bytes per token sent from here (default: the cost model's) and the model's layers (default 1). */
+  readonly kvBytesPerToken?: number;
+  readonly layers?: number;
+}
+
+/** How KV moves between a fleet's instances (core/fleet/kv-link.ts): which link, which mode. */
+export interface KvTransferSetup {
+  readonly placement: LinkPlacement;
+  readonly mode: TransferMode;
+}
+
+/** The one line a colocated policy gets on a fleet with prefill and decode instances. */
+export function colocatedOnDisaggregatedFleet(policy: string): string {
+  return `policy ${policy} places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: ${disaggregatedPolicyNames.join(', ')}`;
 }
 
 export interface SimulatorOptions {
@@ -28,6 +53,8 @@ export interface SimulatorOptions {
   readonly engine?: Omit<EngineOptions, 'costModel'>;
   /** The request stream, in arrival order; pulled lazily. */
   readonly requests: Iterable<WorkloadRequest>;
+  /** The links and transfer mode of a fleet with prefill and decode instances (required with one). */
+  readonly kvTransfer?: KvTransferSetup;
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickInterval?: number;
   /** Tell the policy that cached prefixes serve one request at a time (llama.cpp slots; InstanceInfo). */
@@ -68,8 +95,24 @@ type SimEvent =
       readonly kind: 'iteration-end';
       readonly runner: InstanceRunner;
     }
+  | {
+      readonly time: number;
+      readonly seq: number;
+      readonly kind: 'transfer-end';
+      readonly journey: Journey;
+    }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
+
+/** A disaggregated request between its route and its finish. */
+interface Journey {
+  readonly request: EngineRequest;
+  readonly record: SimRecord;
+  readonly decode: InstanceId | 'at-kv-ready';
+  /** Set at kvReady: the prefill leg's KV and the decode instance chosen for it. */
+  kv?: EngineKvReady;
+  decodeInstance?: InstanceId;
+}
 
 /**
  * A discrete-event cluster simulation: N engines (src/engine) under one global policy, on a virtual
@@ -87,19 +130,27 @@ export function simulate(options: SimulatorOptions): SimResult {
       costModel: options.costModel,
       role: 'mixed' as const,
     }));
+  const disaggregated = fleet.some((instance) => instance.role !== 'mixed');
+  if (disaggregated) {
+    if (policy.routeDecode === undefined && policy.kvReady === undefined)
+      throw new Error(colocatedOnDisaggregatedFleet(policy.name));
+    if (options.kvTransfer === undefined)
+      throw new Error(
+        'a fleet with prefill and decode instances needs kvTransfer (its links and transfer mode)',
+      );
+  }
   const engines: Engine[] = [];
   for (const [i, instance] of fleet.entries()) {
-    if (instance.role !== 'mixed') {
-      throw new Error(
-        `instance ${i} is a ${instance.role} instance: the simulator runs mixed (colocated) instances only so far; disaggregated prefill/decode comes with the disaggregated policies`,
-      );
-    }
-    engines.push(new Engine({ ...options.engine, ...instance.engine, costModel: instance.costModel }));
+    const role = instance.role === 'mixed' ? {} : { role: instance.role };
+    engines.push(
+      new Engine({ ...options.engine, ...instance.engine, costModel: instance.costModel, ...role }),
+    );
     policy.instanceAdded(
       i,
       {
         kvCapacityTokens: engines[i]!.snapshot().kvCapacityTokens,
         ...(options.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
+        ...role,
       },
       0,
     );
@@ -137,10 +188,99 @@ export function simulate(options: SimulatorOptions): SimResult {
     },
   };
 
+  // Disaggregation (none of it runs for a colocated fleet): requests between route and finish, KV
+  // waiting for a pull, per decode instance, and the KV tokens in transit to each instance.
+  const journeys = new Map<string, Journey>();
+  const pulls: Journey[][] = fleet.map(() => []);
+  const incoming = new Array<number>(fleet.length).fill(0);
+  const transfer = options.kvTransfer;
+
+  const finishRecord = (f: EngineFinish, end: number, cachedTokens: number) => {
+    const r = byId.get(f.id);
+    if (r !== undefined) {
+      r.finish = end;
+      r.cachedTokens = cachedTokens;
+      r.outputTokens = f.outputTokens;
+      byId.delete(f.id);
+    }
+    journeys.delete(f.id);
+    inFlight--;
+    finished++;
+    lastFinish = end;
+    if (finished % progressEvery === 0) options.onProgress?.(finished);
+  };
+
+  /** The KV of `j` starts moving at `at`: its arrival is an event (core/fleet/kv-link.ts's model). */
+  const startTransfer = (j: Journey, at: number) => {
+    const kv = j.kv!;
+    const prefill = j.record.instance;
+    const decode = j.decodeInstance!;
+    const sender = fleet[prefill]!;
+    const arrival = kvArrival({
+      mode: transfer!.mode,
+      prefillEnd: j.record.prefillEnd,
+      prefillSeconds: j.record.prefillEnd - j.record.start,
+      kvTokens: kv.kvTokens,
+      kvBytesPerToken: sender.kvBytesPerToken ?? sender.costModel.kvBytesPerToken,
+      layers: sender.layers ?? 1,
+      link: linkBetween(transfer!.placement, prefill, decode),
+      pullAt: at,
+    });
+    // Layer-wise sends overlap the prefill: only the residue after it is the transfer's own time.
+    j.record.transferStart = at;
+    queue.push({ time: arrival.availableAt, seq: seq++, kind: 'transfer-end', journey: j });
+  };
+
+  /**
+   * `pull`: the decode instance fetches KV, in the order it became ready, while its free memory (the
+   * snapshot's, less the KV already in transit to it) holds it, or when it is idle with nothing in
+   * transit; otherwise the next try is at its next iteration end (or the next KV's readiness).
+   */
+  const tryPulls = (decode: InstanceId, now: number) => {
+    const waiting = pulls[decode]!;
+    while (waiting.length > 0) {
+      const j = waiting[0]!;
+      const s = engines[decode]!.snapshot();
+      const idle = s.running === 0 && s.adoptWaiting === 0 && incoming[decode] === 0;
+      if (!idle && s.freeKvTokens - incoming[decode]! < j.kv!.kvTokens + 1) break;
+      waiting.shift();
+      incoming[decode]! += j.kv!.kvTokens;
+      startTransfer(j, now);
+    }
+  };
+
+  /** A prefill leg ended on `prefill`: tell the policy, pick the decode instance, move the KV. */
+  const kvReady = (prefill: InstanceId, kv: EngineKvReady, end: number) => {
+    const j = journeys.get(kv.id)!;
+    policy.kvReady?.(kv.id, prefill, kv.path, end);
+    let decode: InstanceId;
+    if (j.decode === 'at-kv-ready') {
+      if (policy.routeDecode === undefined)
+        throw new Error(
+          `policy ${policy.name} routed '${kv.id}' with decode 'at-kv-ready' but has no routeDecode`,
+        );
+      decode = policy.routeDecode(kv.id, prefill, kv.kvTokens, end);
+    } else decode = j.decode;
+    const role = fleet[decode]?.role;
+    if (role !== 'decode' && role !== 'mixed')
+      throw new Error(
+        `policy ${policy.name} sent the decode of '${kv.id}' to instance ${decode}, ${role === undefined ? 'which does not exist' : `a ${role} instance`}`,
+      );
+    j.kv = kv;
+    j.decodeInstance = decode;
+    j.record.prefillEnd = end;
+    j.record.decodeInstance = decode;
+    if (transfer!.mode === 'pull') {
+      pulls[decode]!.push(j);
+      tryPulls(decode, end);
+    } else startTransfer(j, end);
+  };
+
   /** The instance's runner: the policy's feedback, plus this run's records and counters. */
   const runnerFor = (instance: InstanceId): InstanceRunner => {
     const feedback = policyFeedback(policy, instance);
     const engine = engines[instance]!;
+    if (fleet[instance]!.role === 'decode') return decodeRunner(instance, engine);
     return new InstanceRunner(engine, clock, {
       began(iteration, start) {
         iterations++;
@@ -159,22 +299,40 @@ export function simulate(options: SimulatorOptions): SimResult {
           const r = byId.get(id);
           if (r !== undefined && r.firstToken < 0) r.firstToken = end;
         }
-        for (const f of iteration.events.finished) {
-          const r = byId.get(f.id);
-          if (r !== undefined) {
-            r.finish = end;
-            r.cachedTokens = f.cachedTokens;
-            r.outputTokens = f.outputTokens;
-            byId.delete(f.id);
-          }
-          inFlight--;
-          finished++;
-          lastFinish = end;
-          if (finished % progressEvery === 0) options.onProgress?.(finished);
-        }
+        for (const f of iteration.events.finished) finishRecord(f, end, f.cachedTokens);
+        for (const kv of iteration.events.kvReady) kvReady(instance, kv, end);
       },
     });
   };
+
+  /**
+   * A decode instance's runner: its admissions are adopted requests (their queueing ended at their
+   * prefill, so the policy is told nothing, the record gets `decodeStart`); its finishes report the
+   * prefill leg's cache hit (the decode engine counts the whole prompt as cached); its iteration
+   * ends retry waiting pulls.
+   */
+  const decodeRunner = (instance: InstanceId, engine: Engine): InstanceRunner =>
+    new InstanceRunner(engine, clock, {
+      began(iteration, start) {
+        iterations++;
+        busy[instance]! += iteration.duration;
+        for (const s of iteration.events.started) {
+          const r = byId.get(s.id);
+          if (r !== undefined && r.decodeStart < 0) r.decodeStart = start;
+        }
+      },
+      ended(iteration, start, end) {
+        options.onIteration?.(instance, iteration, engine, end);
+        const ev = iteration.events;
+        for (const e of ev.evictions) policy.instanceEvicted(instance, e.path, e.keptTokens, end, start);
+        for (const f of ev.finished) {
+          const cached = journeys.get(f.id)?.kv?.cachedTokens ?? f.cachedTokens;
+          policy.requestFinished(f.id, end, { ...f, cachedTokens: cached });
+          finishRecord(f, end, cached);
+        }
+        if (pulls[instance]!.length > 0) tryPulls(instance, end);
+      },
+    });
   const runners = engines.map((_, i) => runnerFor(i));
 
   const poll = (now: number) => {
@@ -232,25 +390,53 @@ export function simulate(options: SimulatorOptions): SimResult {
           predictedCachedTokens: d.matchedTokens,
           cachedTokens: 0,
           outputTokens: r.outputTokens,
+          decodeInstance: -1,
+          prefillEnd: -1,
+          transferStart: -1,
+          transferEnd: -1,
+          decodeStart: -1,
         };
         records.push(record);
         byId.set(r.id, record);
         inFlight++;
-        engines[d.instance]!.submit(
-          {
-            id: r.id,
-            tokens: r.tokens,
-            outputTokens: r.outputTokens,
-            ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
-          },
-          e.time,
-        );
+        const request: EngineRequest = {
+          id: r.id,
+          tokens: r.tokens,
+          outputTokens: r.outputTokens,
+          ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+        };
+        if (disaggregated && (d.decode !== undefined || fleet[d.instance]?.role !== 'mixed')) {
+          const role = fleet[d.instance]?.role;
+          if (d.decode === undefined) throw new Error(colocatedOnDisaggregatedFleet(policy.name));
+          if (role !== 'prefill')
+            throw new Error(
+              `policy ${policy.name} sent the prefill of '${r.id}' to instance ${d.instance}, ${role === undefined ? 'which does not exist' : `a ${role} instance`}`,
+            );
+          journeys.set(r.id, { request, record, decode: d.decode });
+          engines[d.instance]!.submit(request, e.time, { stopAfterPrefill: true });
+        } else engines[d.instance]!.submit(request, e.time);
         runners[d.instance]!.kick();
         break;
       }
       case 'iteration-end':
         e.runner.finishIteration(e.time);
         break;
+      case 'transfer-end': {
+        // The KV is on the decode instance: it takes the request over, the prefill instance lets go.
+        const j = e.journey;
+        const kv = j.kv!;
+        const decode = j.decodeInstance!;
+        const prefill = j.record.instance;
+        if (transfer!.mode === 'pull') incoming[decode]! -= kv.kvTokens;
+        j.record.transferEnd = e.time;
+        engines[decode]!.adopt(j.request, { kvTokens: kv.kvTokens, generated: kv.generated }, e.time);
+        engines[prefill]!.releaseKv(j.request.id);
+        policy.kvArrived?.(j.request.id, decode, kv.path, e.time);
+        runners[decode]!.kick();
+        runners[prefill]!.kick();
+        if (pulls[decode]!.length > 0) tryPulls(decode, e.time);
+        break;
+      }
       case 'tick':
         policy.tick(e.time);
         if (!sourceDone || inFlight > 0)

@@ -236,3 +236,37 @@ test('preble sim with SLOs shows the share meeting them in its table', async () 
   const withSlo = await runCli([...args, '--slo-ttft', '1', '--slo-tpot', '0.1']);
   assert.match(withSlo.stdout, /slo met\n[- ]+\ne2 .* (0|1)\.?\d*\n?$/);
 });
+
+test('preble sim --fleet 2P1D --policy distserve: a disaggregated run reports transfer and GPUs; a colocated policy fails with one line', async () => {
+  const base = [
+    'sim',
+    '--fleet',
+    '2P1D',
+    '--workload',
+    'synthetic:in=512,out=64',
+    '--rps',
+    '2',
+    '--requests',
+    '100',
+    '--json',
+  ];
+  const run = await runCli([...base, '--policy', 'distserve']);
+  assert.equal(run.code, 0, run.stderr);
+  const report = JSON.parse(run.stdout);
+  assert.equal(report.completed, 100);
+  assert.equal(report.gpus, 3);
+  assert.equal(report.queuePolicy, 'fcfs');
+  assert.deepEqual(report.branches, { 'prefill-shortest-queue': 100 });
+  for (const key of ['mean', 'p50', 'p90', 'p99']) assert.ok(report.transfer[key] > 0, `transfer.${key}`);
+  assert.ok(report.ttft.mean > 0 && report.tpot.mean > 0);
+  const colocated = await runCli([...base, '--policy', 'e2']);
+  assert.notEqual(colocated.code, 0);
+  assert.match(
+    colocated.stderr,
+    /policy e2 places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: distserve\n$/,
+  );
+  const plain = JSON.parse(
+    (await runCli(['sim', '--workload', 'toolbench', '--requests', '50', '--json'])).stdout,
+  );
+  assert.equal(plain.transfer, undefined, 'no transfer figures without disaggregated requests');
+});

@@ -22,6 +22,21 @@ export type RecordedCall =
     }
   | { readonly method: 'requestFailed'; readonly id: string; readonly now: number }
   | {
+      readonly method: 'kvReady' | 'kvArrived';
+      readonly id: string;
+      readonly instance: InstanceId;
+      readonly path: Tokens;
+      readonly now: number;
+    }
+  | {
+      readonly method: 'routeDecode';
+      readonly id: string;
+      readonly prefillInstance: InstanceId;
+      readonly kvTokens: number;
+      readonly decode: InstanceId;
+      readonly now: number;
+    }
+  | {
       readonly method: 'instanceEvicted';
       readonly instance: InstanceId;
       readonly path: Tokens;
@@ -125,15 +140,48 @@ export class RecordingPolicy implements GlobalPolicy {
     this.calls.push({ method: 'tick', now });
     this.inner.tick(now);
   }
+
+  routeDecode(id: string, prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId {
+    if (this.inner.routeDecode === undefined)
+      throw new Error(`policy ${this.inner.name} has no routeDecode (a colocated policy)`);
+    const decode = this.inner.routeDecode(id, prefillInstance, kvTokens, now);
+    this.calls.push({ method: 'routeDecode', id, prefillInstance, kvTokens, decode, now });
+    return decode;
+  }
+
+  kvReady(id: string, instance: InstanceId, path: Tokens, now: number): void {
+    this.calls.push({ method: 'kvReady', id, instance, path: path.slice(), now });
+    this.inner.kvReady?.(id, instance, path, now);
+  }
+
+  kvArrived(id: string, instance: InstanceId, path: Tokens, now: number): void {
+    this.calls.push({ method: 'kvArrived', id, instance, path: path.slice(), now });
+    this.inner.kvArrived?.(id, instance, path, now);
+  }
 }
 
 /**
  * What is wrong with one request's calls against the contract (docs/design.md): route, then
  * requestStarted, requestFirstToken and requestFinished or requestFailed, each at most once, in that
- * order, at non-decreasing times. Empty when nothing is.
+ * order, at non-decreasing times. A disaggregated request (routed with `decode`) has kvReady,
+ * routeDecode (for 'at-kv-ready' only) and kvArrived between its first token and its end, and a
+ * colocated one none of them. Empty when nothing is.
  */
 export function contractViolations(calls: readonly RecordedCall[]): string[] {
-  const order = ['route', 'requestStarted', 'requestFirstToken', 'end'];
+  const route = calls.find((c) => c.method === 'route');
+  const decode = route?.method === 'route' ? route.decision?.decode : undefined;
+  if (decode !== undefined && calls.some((c) => c.method === 'kvReady'))
+    return journeyViolations(
+      calls,
+      decode === 'at-kv-ready'
+        ? ['route', 'requestStarted', 'requestFirstToken', 'kvReady', 'routeDecode', 'kvArrived', 'end']
+        : ['route', 'requestStarted', 'requestFirstToken', 'kvReady', 'kvArrived', 'end'],
+    );
+  // A colocated request, or a disaggregated one that ended at its prefill (one output token).
+  return journeyViolations(calls, ['route', 'requestStarted', 'requestFirstToken', 'end']);
+}
+
+function journeyViolations(calls: readonly RecordedCall[], order: readonly string[]): string[] {
   const problems: string[] = [];
   let stage = -1;
   let last = Number.NEGATIVE_INFINITY;
@@ -141,7 +189,8 @@ export function contractViolations(calls: readonly RecordedCall[]): string[] {
     const at = order.indexOf(
       c.method === 'requestFinished' || c.method === 'requestFailed' ? 'end' : c.method,
     );
-    if (at <= stage) problems.push(`${c.method} after ${order[stage]}`);
+    if (at < 0) problems.push(`${c.method} is not part of this journey`);
+    else if (at <= stage) problems.push(`${c.method} after ${order[stage]}`);
     if (c.now < last) problems.push(`${c.method} at ${c.now} before the previous call at ${last}`);
     stage = Math.max(stage, at);
     last = Math.max(last, c.now);

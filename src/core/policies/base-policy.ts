@@ -92,6 +92,18 @@ export abstract class BasePolicy<C extends InstanceCost = InstanceCost> implemen
     return this.view.inflight(instance);
   }
 
+  /**
+   * Disaggregation: count an in-flight request against `to` (its decode instance) instead of where it
+   * is; a request no longer in flight is left alone. Then `onMoved`.
+   */
+  protected moveRequest(id: string, to: InstanceId, now: number): void {
+    const from = this.view.move(id, to);
+    if (from !== undefined) this.onMoved(id, from, to, now);
+  }
+
+  /** After a request was moved from `from` to `to` (disaggregation: prefill to decode instance). */
+  protected onMoved(_id: string, _from: InstanceId, _to: InstanceId, _now: number): void {}
+
   /** After a request was counted against its instance. */
   protected onRouted(_request: RouteRequest, _decision: RouteDecision<C>, _now: number): void {}
 

@@ -1,7 +1,9 @@
 import type { CostModel } from '../cost-model/types.ts';
+import type { QueuePolicyName } from '../replica-queue/registry.ts';
 import type { GlobalPolicy } from '../types.ts';
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
+import { DistServePolicy, distServeDefaults } from './disagg/distserve.ts';
 import { E2_DEFAULTS } from './e2/options.ts';
 import { E2Policy } from './e2/policy.ts';
 import { KvCostPolicy, kvCostDefaults } from './kv-cost.ts';
@@ -31,6 +33,8 @@ export interface PolicyEntry<O extends object> {
   /** Options renamed since a release: old name -> new name (refused with a hint). */
   readonly renamed?: Readonly<Record<string, keyof O & string>>;
   readonly create: (options: O, context: PolicyContext) => GlobalPolicy;
+  /** The engines' queue policy when the run says 'auto' (default: lpm, see sim/run.ts). */
+  readonly engineQueuePolicy?: QueuePolicyName;
 }
 
 /** Identity with inference: each row is type-checked against its own options. */
@@ -99,24 +103,51 @@ const POLICIES = {
   }),
 } as const;
 
-type Policies = typeof POLICIES;
+/**
+ * The disaggregated policies: they place a request's prefill and decode on a fleet's prefill and
+ * decode instances (`RouteDecision.decode`), so they run only on such fleets; 'all' and the experiments
+ * that compare every colocated policy (`globalPolicyNames`) leave them out.
+ */
+const DISAGGREGATED_POLICIES = {
+  distserve: entry({
+    summary:
+      'DistServe (OSDI 24): prefill on the prefill instance with the shortest prefill queue (FCFS), decode on the decode instance with the fewest requests, picked when the KV is ready',
+    defaults: distServeDefaults,
+    engineQueuePolicy: 'fcfs',
+    create: (o) => new DistServePolicy(o),
+  }),
+} as const;
+
+const ALL_POLICIES = { ...POLICIES, ...DISAGGREGATED_POLICIES };
+
+type Policies = typeof ALL_POLICIES;
 export type GlobalPolicyName = keyof Policies;
 /** The options of one policy, every one optional: `undefined` means the default. */
 export type PolicyOptions<N extends GlobalPolicyName> =
   Policies[N] extends PolicyEntry<infer O> ? { readonly [K in keyof O]?: O[K] | undefined } : never;
 
+/** The colocated policies (every one runs on any fleet of mixed instances): what 'all' means. */
 export const globalPolicyNames = Object.keys(POLICIES) as GlobalPolicyName[];
 
+/** The disaggregated policies (prefill and decode instances only), named one by one. */
+export const disaggregatedPolicyNames = Object.keys(DISAGGREGATED_POLICIES) as GlobalPolicyName[];
+
 export function isGlobalPolicyName(name: string): name is GlobalPolicyName {
-  return Object.hasOwn(POLICIES, name);
+  return Object.hasOwn(ALL_POLICIES, name);
 }
+
+export function isDisaggregatedPolicyName(name: string): boolean {
+  return Object.hasOwn(DISAGGREGATED_POLICIES, name);
+}
+
+const validNames = () => [...globalPolicyNames, ...disaggregatedPolicyNames].join(', ');
 
 /** The registry row of a policy; an unknown name throws an error that lists the valid ones. */
 export function policyEntry(name: string): PolicyEntry<object> {
   if (!isGlobalPolicyName(name)) {
-    throw new Error(`unknown policy '${name}'; valid policies: ${globalPolicyNames.join(', ')}`);
+    throw new Error(`unknown policy '${name}'; valid policies: ${validNames()}`);
   }
-  return POLICIES[name] as PolicyEntry<object>;
+  return ALL_POLICIES[name] as PolicyEntry<object>;
 }
 
 /**
@@ -166,14 +197,14 @@ export function createGlobalPolicy(name: string, context: PolicyContext, given: 
   return row.create(withDefaults(defaults, options), context);
 }
 
-/** Parse a comma list of policy names ('e2,round-robin'); 'all' means every policy. */
+/** Parse a comma list of policy names ('e2,round-robin'); 'all' means every colocated policy. */
 export function parsePolicyList(list: string): GlobalPolicyName[] {
   const names = list
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   if (names.length === 1 && names[0] === 'all') return [...globalPolicyNames];
-  if (names.length === 0) throw new Error(`no policy given; valid policies: ${globalPolicyNames.join(', ')}`);
+  if (names.length === 0) throw new Error(`no policy given; valid policies: ${validNames()}`);
   for (const n of names) policyEntry(n);
   return names as GlobalPolicyName[];
 }
@@ -204,8 +235,8 @@ export function parsePolicyOption(text: string): { policy: GlobalPolicyName; key
 
 /** One line per policy with its options and defaults, for `--help`. */
 export function describeGlobalPolicies(): string[] {
-  return globalPolicyNames.map((name) => {
-    const row = POLICIES[name] as PolicyEntry<object>;
+  return [...globalPolicyNames, ...disaggregatedPolicyNames].map((name) => {
+    const row = ALL_POLICIES[name] as PolicyEntry<object>;
     return describeWithDefaults(name, row.summary, row.defaults);
   });
 }

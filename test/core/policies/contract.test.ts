@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import {
   createGlobalPolicy,
+  disaggregatedPolicyNames,
   globalPolicyNames,
   parsePolicyList,
 } from '../../../src/core/policies/registry.ts';
@@ -167,4 +168,115 @@ test('the registry builds every policy by name and rejects unknown names with th
   assert.deepEqual(parsePolicyList('e2, round-robin'), ['e2', 'round-robin']);
   assert.deepEqual(parsePolicyList('all'), [...globalPolicyNames]);
   assert.throws(() => parsePolicyList('e2,nope'), /unknown policy 'nope'/);
+});
+
+type DisaggOp =
+  | { kind: 'route' }
+  | { kind: 'kv-ready' | 'finish' | 'fail'; pick: number }
+  | { kind: 'drain' | 'add'; instance: number };
+
+// The disaggregated side of the contract: a request is counted against its prefill instance from
+// route, moved to its decode instance when the policy picks it, and released exactly once.
+for (const name of disaggregatedPolicyNames) {
+  test(`${name}: counts a request on its prefill instance, moves it to its decode instance, releases it once`, () => {
+    const disaggOp: fc.Arbitrary<DisaggOp> = fc.oneof(
+      { weight: 4, arbitrary: fc.constant({ kind: 'route' as const }) },
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          kind: fc.constantFrom('kv-ready' as const, 'finish' as const, 'fail' as const),
+          pick: fc.nat(),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({ kind: fc.constantFrom('drain' as const, 'add' as const), instance }),
+      },
+    );
+    fc.assert(
+      fc.property(fc.array(disaggOp, { maxLength: 60 }), (ops) => {
+        const policy = createGlobalPolicy(name, { costModel: simpleCostModel(64), seed: 7 });
+        const roles = ['prefill', 'prefill', 'decode', 'decode'] as const;
+        const active = new Set<number>();
+        roles.forEach((role, i) => {
+          policy.instanceAdded(i, { kvCapacityTokens: 64, role }, 0);
+          active.add(i);
+        });
+        const base = policy as unknown as { inflight(i: number): number };
+        const inflight: { id: string; instance: number; decoded: boolean }[] = [];
+        let now = 0;
+        let n = 0;
+        const expectCounts = () => {
+          for (let i = 0; i < 4; i++) {
+            const want = inflight.filter((r) => r.instance === i).length;
+            assert.equal(base.inflight(i), want, `${name}: in flight on ${i}`);
+          }
+        };
+        for (const op of ops) {
+          now += 0.25;
+          if (op.kind === 'route') {
+            const id = `r${n++}`;
+            const open = [0, 1].filter((i) => active.has(i));
+            const tokens = Uint32Array.from([1, 2, 3, n]);
+            if (open.length === 0) {
+              assert.throws(() => policy.route({ id, tokens, arrival: now }, now));
+              continue;
+            }
+            const d = policy.route({ id, tokens, arrival: now }, now);
+            assert.ok(open.includes(d.instance), `${name} sent a prefill to ${d.instance}`);
+            assert.ok(d.decode !== undefined, `${name} returned a colocated decision`);
+            assert.ok(policy.branches.includes(d.branch));
+            inflight.push({ id, instance: d.instance, decoded: false });
+            policy.requestStarted(id, now);
+            policy.requestFirstToken(id, now);
+          } else if (op.kind === 'kv-ready') {
+            const waiting = inflight.filter((r) => !r.decoded);
+            if (waiting.length === 0) continue;
+            const r = waiting[op.pick % waiting.length]!;
+            const open = [2, 3].filter((i) => active.has(i));
+            const path = Uint32Array.from([1, 2, 3]);
+            policy.kvReady?.(r.id, r.instance, path, now);
+            if (open.length === 0) {
+              assert.throws(() => policy.routeDecode?.(r.id, r.instance, 3, now));
+              continue;
+            }
+            const decode = policy.routeDecode!(r.id, r.instance, 3, now);
+            assert.ok(open.includes(decode), `${name} sent a decode to ${decode}`);
+            r.instance = decode;
+            r.decoded = true;
+            policy.kvArrived?.(r.id, decode, path, now);
+          } else if (op.kind === 'finish' || op.kind === 'fail') {
+            if (inflight.length === 0) continue;
+            const [r] = inflight.splice(op.pick % inflight.length, 1);
+            if (op.kind === 'finish')
+              policy.requestFinished(r!.id, now, { promptTokens: 4, cachedTokens: 0, outputTokens: 2 });
+            else policy.requestFailed(r!.id, now);
+          } else if (op.kind === 'drain') {
+            policy.instanceDrained(op.instance, now);
+            active.delete(op.instance);
+          } else if (op.kind === 'add') {
+            policy.instanceAdded(op.instance, { kvCapacityTokens: 64, role: roles[op.instance]! }, now);
+            active.add(op.instance);
+          }
+          expectCounts();
+        }
+        const ended = inflight.splice(0);
+        for (const r of ended) policy.requestFailed(r.id, now);
+        for (const r of ended) policy.requestFailed(r.id, now); // a repeated report changes nothing
+        expectCounts();
+      }),
+      { numRuns: 60 },
+    );
+  });
+}
+
+test('a disaggregated policy refuses a fleet without prefill and decode instances with one line', () => {
+  for (const name of disaggregatedPolicyNames) {
+    const policy = createGlobalPolicy(name, { costModel: simpleCostModel() });
+    policy.instanceAdded(0, { kvCapacityTokens: 64 }, 0);
+    assert.throws(
+      () => policy.route({ id: 'a', tokens: Uint32Array.of(1), arrival: 0 }, 0),
+      /no prefill and decode instances/,
+    );
+  }
 });

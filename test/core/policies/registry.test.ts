@@ -4,6 +4,7 @@ import {
   checkPolicyOptions,
   createGlobalPolicy,
   describeGlobalPolicies,
+  disaggregatedPolicyNames,
   globalPolicyNames,
   parsePolicyOption,
   policyEntry,
@@ -112,6 +113,8 @@ test('--policy-option values are typed by the default', () => {
 
 test('every policy is described for --help with its options', () => {
   const lines = describeGlobalPolicies();
-  assert.equal(lines.length, globalPolicyNames.length);
+  assert.equal(lines.length, globalPolicyNames.length + disaggregatedPolicyNames.length);
+  assert.ok(!globalPolicyNames.includes('distserve' as never), "'all' is the colocated policies");
+  assert.match(lines.at(-1)!, /^distserve: DistServe/);
   assert.match(lines[0]!, /^e2: .*\[windowSeconds=180, .*prefixReplication=true/);
 });

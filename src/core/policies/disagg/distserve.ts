@@ -1,0 +1,79 @@
+import { NoInstanceAvailableError } from '../../cluster-view.ts';
+import type { InstanceId, RouteDecision, RouteRequest, Tokens } from '../../types.ts';
+import { BasePolicy, NO_COSTS } from '../base-policy.ts';
+import { indexAfter } from '../support/index-after.ts';
+
+/** DistServe's router has no options yet. */
+export type DistServeOptions = Record<string, never>;
+
+export const distServeDefaults: Required<DistServeOptions> = {};
+
+/**
+ * DistServe's runtime dispatch (OSDI'24 §4.3, seed 004; /work/shared/research/seed-distserve-vidur.md),
+ * the first disaggregated policy: a request goes to the active prefill instance with the fewest
+ * requests in their prefill phase (the shortest prefill queue), and its decode to the active decode
+ * instance with the fewest requests in flight, chosen when its KV is ready (`decode: 'at-kv-ready'`).
+ *
+ * What is modelled: the router counts a request against its prefill instance from `route` until
+ * `routeDecode` moves it to the decode instance, so "in its prefill phase" and "in flight on a decode
+ * instance" are both the ClusterView's in-flight counts. The prefill instances run FCFS (the
+ * registry's `engineQueuePolicy`), their batches filled up to the engine's chunk budget: our stand-in
+ * for DistServe's L_m, the prompt-token count past which batching more prefills stops paying (DistServe runs
+a prompt longer than L_m alone; our engines chunk it at the budget unless chunking is off). Left for
+ * later: deriving L_m from the cost model (the saturation point of the prefill roofline), DistServe's
+ * placement search (how many prefill and decode instances, which parallelism) and the pull of KV by
+ * the decode instance as its memory frees (the simulator's `pull` transfer mode approximates it).
+ * Ties rotate among equals, as in least-load, so an idle fleet is filled in turn.
+ */
+export class DistServePolicy extends BasePolicy {
+  readonly name = 'distserve';
+  readonly branches = ['prefill-shortest-queue'] as const;
+  private lastPrefill: InstanceId = -1;
+  private lastDecode: InstanceId = -1;
+
+  constructor(_options: DistServeOptions = {}) {
+    super();
+  }
+
+  protected choose(_request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
+    const prefill = this.withRole(active, 'prefill');
+    if (prefill.length === 0) {
+      throw new Error(
+        this.hasRoles()
+          ? 'distserve: no active prefill instance to take the request'
+          : 'distserve: the fleet has no prefill and decode instances; distserve needs a disaggregated fleet (e.g. --fleet 2P1D)',
+      );
+    }
+    const instance = this.view.leastInflight(prefill, indexAfter(prefill, this.lastPrefill));
+    this.lastPrefill = instance;
+    return {
+      instance,
+      branch: 'prefill-shortest-queue',
+      matchedTokens: 0,
+      costs: NO_COSTS,
+      decode: 'at-kv-ready',
+    };
+  }
+
+  routeDecode(id: string, _prefillInstance: InstanceId, _kvTokens: number, now: number): InstanceId {
+    const decode = this.withRole(this.view.active, 'decode');
+    if (decode.length === 0) throw new NoInstanceAvailableError();
+    const instance = this.view.leastInflight(decode, indexAfter(decode, this.lastDecode));
+    this.lastDecode = instance;
+    this.moveRequest(id, instance, now);
+    return instance;
+  }
+
+  kvReady(_id: string, _prefillInstance: InstanceId, _path: Tokens, _now: number): void {}
+
+  kvArrived(_id: string, _decodeInstance: InstanceId, _path: Tokens, _now: number): void {}
+
+  private withRole(ids: readonly InstanceId[], role: 'prefill' | 'decode'): InstanceId[] {
+    return ids.filter((id) => this.view.state(id)?.info.role === role);
+  }
+
+  private hasRoles(): boolean {
+    for (const s of this.view.known()) if (s.info.role === 'prefill' || s.info.role === 'decode') return true;
+    return false;
+  }
+}
