@@ -11,6 +11,7 @@ interface ExperimentFlags {
   only?: string;
   out?: string;
   azure?: string;
+  json?: boolean;
 }
 
 export function registerExperiment(program: Command): void {
@@ -29,6 +30,10 @@ export function registerExperiment(program: Command): void {
     .option('--only <list>', 'comma list of series (policies or ablation steps) to run')
     .option('--out <dir>', 'report folder (default docs/results/<name>)')
     .option('--azure <file>', 'Azure LLM trace CSV for azure-mixed')
+    .option(
+      '--json',
+      'also print the claims record on stdout: {"experiment", "claims": [{"id", "source", "statement", "paper", "measured", "holds"}]}',
+    )
     .action((name: string, flags: ExperimentFlags) => runExperiment(name, flags));
 }
 
@@ -81,7 +86,14 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
       2,
     )}\n`,
   );
+  const wrote = `wrote ${join(out, 'README.md')} (${results.length} simulations, ${Math.round((Date.now() - started) / 1000)} s)\n`;
+  if (flags.json !== true) {
+    process.stdout.write(wrote);
+    return;
+  }
+  // The claims record (docs/design.md); experiments that state none print an empty list.
+  process.stderr.write(wrote);
   process.stdout.write(
-    `wrote ${join(out, 'README.md')} (${results.length} simulations, ${Math.round((Date.now() - started) / 1000)} s)\n`,
+    `${JSON.stringify({ experiment: name, claims: experiment.claims?.(results) ?? [] })}\n`,
   );
 }

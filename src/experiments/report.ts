@@ -100,6 +100,14 @@ export function renderReport(
     }
     lines.push('');
   }
+  const claims = experiment.claims?.(results);
+  if (claims !== undefined) {
+    lines.push('## Claims', '', '`--json` prints these as the claims record.', '');
+    lines.push('| id | source | paper | measured here | holds |', '|---|---|---|---|---|');
+    for (const c of claims)
+      lines.push(`| ${c.id} | ${c.source} | ${c.paper} | ${c.measured} | ${c.holds ? 'yes' : '**no**'} |`);
+    lines.push('');
+  }
   lines.push(experiment.discuss(results));
   return { markdown: `${lines.join('\n')}\n`, plots };
 }

@@ -26,6 +26,22 @@ export interface ExperimentOptions {
   readonly azureTrace?: string;
 }
 
+/** One entry of `preble experiment NAME --json` (docs/design.md, "Experiments and their claims"). */
+export interface Claim {
+  /** Stable id within the experiment, e.g. `fig1-goodput`. */
+  readonly id: string;
+  /** The paper and where in it: `DistServe, Figure 1`. */
+  readonly source: string;
+  /** The direction the paper reports, in one sentence. */
+  readonly statement: string;
+  /** The paper's figure or numbers. */
+  readonly paper: string;
+  /** What this command's runs measured on the same question. */
+  readonly measured: string;
+  /** Whether the paper's direction holds here. */
+  readonly holds: boolean;
+}
+
 export interface Experiment {
   readonly name: string;
   readonly title: string;
@@ -36,4 +52,6 @@ export interface Experiment {
   readonly renamedSeries?: Readonly<Record<string, string>>;
   /** Markdown body (after the generated tables and plots): the comparison with the paper. */
   discuss(results: readonly CellResult[]): string;
+  /** The claims record, computed from the cells' results (and any search the experiment runs on them). */
+  claims?(results: readonly CellResult[]): Claim[];
 }

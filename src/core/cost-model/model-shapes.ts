@@ -27,6 +27,20 @@ export const MODEL_SHAPES = {
     bytesPerParam: 2,
     bytesPerKv: 2,
   },
+  // Llama-2-13B (meta-llama/Llama-2-13b-hf config.json): 40 layers, hidden 5120, 40 heads (no GQA),
+  // MLP 13824, vocab 32000; params = 40 x (4 x 5120^2 + 3 x 5120 x 13824 + 2 x 5120) + 2 x 32000 x 5120 + 5120.
+  // The 13B class of DistServe's Figure 1 (OPT-13B there; same layers, hidden and heads).
+  'llama2-13b': {
+    name: 'llama2-13b',
+    params: 13_015_864_320,
+    layers: 40,
+    hidden: 5120,
+    heads: 40,
+    kvHeads: 40,
+    headDim: 128,
+    bytesPerParam: 2,
+    bytesPerKv: 2,
+  },
   'llama3-8b': {
     name: 'llama3-8b',
     params: 8_030_261_248,
