@@ -215,7 +215,7 @@ function transferClaim(results: readonly CellResult[]): Claim {
 
 export const distserve: Experiment = {
   name: 'distserve',
-  defaultRequests: 1000,
+  defaultRequests: 3000,
   title:
     'DistServe (paper, Figure 1, Table 2, §6): 2 prefill + 1 decode vs 3 colocated A100s, 13B model, 512 in / 64 out',
   cells(options: ExperimentOptions): Cell[] {
