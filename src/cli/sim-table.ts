@@ -6,6 +6,8 @@ export function simTable(reports: readonly SimReport[]): string {
   const head = reports[0];
   // With --slo-ttft/--slo-tpot: the share of requests meeting both.
   const slo = reports.some((r) => r.sloAttainment !== undefined);
+  // With disaggregated requests: the KV transfer's p99 (the stages are in --json).
+  const transfer = reports.some((r) => r.transfer !== undefined);
   const title =
     head === undefined ? '' : `${head.workload}, ${head.instances} instances, ${head.requests} requests\n\n`;
   return (
@@ -19,6 +21,7 @@ export function simTable(reports: readonly SimReport[]): string {
         'ttft mean s',
         'ttft p99 s',
         'tpot mean s',
+        ...(transfer ? ['xfer p99 s'] : []),
         'hit rate',
         'busy max/min',
         ...(slo ? ['slo met'] : []),
@@ -34,6 +37,7 @@ export function simTable(reports: readonly SimReport[]): string {
           fixed(r.ttft.mean, 3),
           fixed(r.ttft.p99, 3),
           fixed(r.tpot.mean, 4),
+          ...(transfer ? [r.transfer === undefined ? '-' : fixed(r.transfer.p99, 4)] : []),
           fixed(r.cacheHitRate, 3),
           min > 0 ? fixed(Math.max(...busy) / min, 2) : 'inf',
           ...(slo ? [fixed(r.sloAttainment?.both ?? 0, 3)] : []),

@@ -1,6 +1,6 @@
 import type { CostModel } from '../core/cost-model/types.ts';
 import type { QueueContext, QueuePolicy } from '../core/replica-queue/types.ts';
-import type { Role } from '../core/types.ts';
+import type { Role, Tokens } from '../core/types.ts';
 import { type EngineOptions, resolveEngineOptions } from './options.ts';
 import { type CacheNode, PrefixCache } from './prefix-cache.ts';
 import { type Phase, RequestState } from './request-state.ts';
@@ -462,6 +462,15 @@ export class Engine {
       cachedTokens: r.admittedCached,
       targetTokens: r.seq.length,
     }));
+  }
+
+  /**
+   * Tokens of `tokens`, from its start, whose KV this engine's prefix cache holds now (pinned or not):
+   * what a KV transfer to this instance need not move. Read-only: a fresh match, no LRU touch, no pin,
+   * no split. Unpinned, the prefix may still be evicted before the request that needs it is admitted.
+   */
+  cachedPrefixTokens(tokens: Tokens): number {
+    return this.cache.match(this.cache.newCursor(), tokens);
   }
 
   /** A request's state, or undefined when it is not here (finished, aborted, unknown). */

@@ -80,6 +80,8 @@ export interface SimReport {
    * availability on the decode instance (for layer-wise, the residue after the prefill).
    */
   readonly transfer?: PercentileSummary;
+  /** Only when some request was disaggregated: its journey, stage by stage (`journeyStages`). */
+  readonly stages?: JourneyStages;
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -149,6 +151,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
   let predicted = 0;
   let output = 0;
   const transfers: number[] = [];
+  const stages = journeyStages(records);
   for (const r of records) {
     if (r.transferEnd >= 0) transfers.push(r.transferEnd - r.transferStart);
     branches[r.branch] = (branches[r.branch] ?? 0) + 1;
@@ -174,6 +177,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...fleetFigures(spec.fleet),
     queuePolicy,
     ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),
+    ...(stages === undefined ? {} : { stages }),
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,
     meanOutputTokens: records.length > 0 ? output / records.length : 0,
@@ -186,6 +190,62 @@ export type { SimRecord };
 function transferSummary(seconds: number[]): PercentileSummary {
   const { mean, p50, p90, p99 } = percentiles(seconds);
   return { mean, p50, p90, p99 };
+}
+
+/** Mean and p99 of one stage, in seconds. */
+export interface StageSummary {
+  readonly mean: number;
+  readonly p99: number;
+}
+
+/**
+ * The five stages of a disaggregated request, plus the pull wait, each over the requests that reached
+ * their decode instance and finished: `prefillQueue` arrival -> prefill start (admission on the prefill
+ * instance), `prefill` -> its end (the first token), `transferWait` -> the transfer's start (a `pull`
+ * waiting for the decode instance's memory; 0 in the other modes), `transfer` -> the KV on the decode
+ * instance (for layer-wise, the residue after the prefill), `decodeQueue` -> admission on the decode
+ * instance (the adopt queue), `decode` -> the finish. They add up to the latency.
+ */
+export interface JourneyStages {
+  readonly prefillQueue: StageSummary;
+  readonly prefill: StageSummary;
+  readonly transferWait: StageSummary;
+  readonly transfer: StageSummary;
+  readonly decodeQueue: StageSummary;
+  readonly decode: StageSummary;
+}
+
+/** The stages of the run's disaggregated requests; undefined when none was (a colocated run). */
+export function journeyStages(records: readonly SimRecord[]): JourneyStages | undefined {
+  const marks = (r: SimRecord) => [
+    r.arrival,
+    r.start,
+    r.prefillEnd,
+    r.transferStart,
+    r.transferEnd,
+    r.decodeStart,
+    r.finish,
+  ];
+  const names = ['prefillQueue', 'prefill', 'transferWait', 'transfer', 'decodeQueue', 'decode'] as const;
+  const seconds = names.map(() => [] as number[]);
+  for (const r of records) {
+    if (r.decodeStart < 0 || r.finish < 0) continue;
+    const m = marks(r);
+    for (let i = 0; i < names.length; i++) seconds[i]!.push(m[i + 1]! - m[i]!);
+  }
+  if (seconds[0]!.length === 0) return undefined;
+  const stage = (i: number): StageSummary => {
+    const { mean, p99 } = percentiles(seconds[i]!);
+    return { mean, p99 };
+  };
+  return {
+    prefillQueue: stage(0),
+    prefill: stage(1),
+    transferWait: stage(2),
+    transfer: stage(3),
+    decodeQueue: stage(4),
+    decode: stage(5),
+  };
 }
 
 function fleetFigures(fleet: readonly FleetInstance[] | undefined): { gpus?: number; costPerHour?: number } {

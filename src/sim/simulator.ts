@@ -210,7 +210,10 @@ export function simulate(options: SimulatorOptions): SimResult {
     if (finished % progressEvery === 0) options.onProgress?.(finished);
   };
 
-  /** The KV of `j` starts moving at `at`: its arrival is an event (core/fleet/kv-link.ts's model). */
+  /**
+   * The KV of `j` starts moving at `at` (KV ready, or the pull): its arrival is an event
+   * (core/fleet/kv-link.ts's model). It moves the prompt less the prefix the decode engine caches at `at`.
+   */
   const startTransfer = (j: Journey, at: number) => {
     const kv = j.kv!;
     const prefill = j.record.instance;
@@ -221,6 +224,9 @@ export function simulate(options: SimulatorOptions): SimResult {
       prefillEnd: j.record.prefillEnd,
       prefillSeconds: j.record.prefillEnd - j.record.start,
       kvTokens: kv.kvTokens,
+      // Only what the decode instance lacks moves: the prompt prefix it caches now stays put (adopt
+      // then pins it there and allocates the rest).
+      cachedOnDecode: engines[decode]!.cachedPrefixTokens(j.request.tokens),
       kvBytesPerToken: sender.kvBytesPerToken ?? sender.costModel.kvBytesPerToken,
       layers: sender.layers ?? 1,
       link: linkBetween(transfer!.placement, prefill, decode),

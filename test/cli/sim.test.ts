@@ -258,6 +258,18 @@ test('preble sim --fleet 2P1D --policy distserve: a disaggregated run reports tr
   assert.equal(report.queuePolicy, 'fcfs');
   assert.deepEqual(report.branches, { 'prefill-shortest-queue': 100 });
   for (const key of ['mean', 'p50', 'p90', 'p99']) assert.ok(report.transfer[key] > 0, `transfer.${key}`);
+  assert.deepEqual(Object.keys(report.stages), [
+    'prefillQueue',
+    'prefill',
+    'transferWait',
+    'transfer',
+    'decodeQueue',
+    'decode',
+  ]);
+  assert.equal(report.stages.transfer.p99, report.transfer.p99);
+  assert.ok(report.stages.prefill.mean > 0 && report.stages.decode.mean > 0);
+  const table = await runCli(base.filter((a) => a !== '--json').concat(['--policy', 'distserve']));
+  assert.match(table.stdout, /tpot mean s +xfer p99 s +hit rate/);
   assert.ok(report.ttft.mean > 0 && report.tpot.mean > 0);
   const colocated = await runCli([...base, '--policy', 'e2']);
   assert.notEqual(colocated.code, 0);
@@ -269,4 +281,5 @@ test('preble sim --fleet 2P1D --policy distserve: a disaggregated run reports tr
     (await runCli(['sim', '--workload', 'toolbench', '--requests', '50', '--json'])).stdout,
   );
   assert.equal(plain.transfer, undefined, 'no transfer figures without disaggregated requests');
+  assert.equal(plain.stages, undefined, 'no stages without disaggregated requests');
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Engine } from '../../src/engine/engine.ts';
 import { promptHash, withOutputs } from '../../src/engine/output-tokens.ts';
+import type { PrefixCache } from '../../src/engine/prefix-cache.ts';
 import type { EngineKvReady, Iteration } from '../../src/engine/types.ts';
 import { concat, seq, simpleCostModel } from '../helpers/simple-cost-model.ts';
 
@@ -317,5 +318,43 @@ describe('Engine roles: adopt on the decode side', () => {
       decode.step(0).events.finished.map((f) => f.id),
       ['a'],
     );
+  });
+  it('cachedPrefixTokens reads what a transfer need not move, touching nothing; adopt then adds only the rest', () => {
+    const decode = new Engine({ costModel: simpleCostModel(1000), role: 'decode' });
+    const drain = (now: number) => {
+      while (decode.hasWork()) now += decode.step(now).duration;
+      return now;
+    };
+    decode.adopt({ id: 'a', tokens: A, outputTokens: 2 }, { kvTokens: 100, generated: 1 }, 0);
+    let now = drain(0);
+    decode.adopt({ id: 'b', tokens: seq(100, 5000), outputTokens: 2 }, { kvTokens: 100, generated: 1 }, now);
+    now = drain(now);
+    // Cached and unpinned: a's path (101 tokens), then b's (101): a is the least recently used.
+    const cache = (decode as unknown as { cache: PrefixCache }).cache;
+    const lruBefore = cache.lruNodes();
+    const usageBefore = decode.kvUsage();
+    assert.deepEqual([usageBefore.cacheTokens, usageBefore.pinnedTokens], [202, 0]);
+
+    const C = concat(seq(60, 1), seq(40, 500));
+    assert.equal(decode.cachedPrefixTokens(A), 100);
+    assert.equal(decode.cachedPrefixTokens(seq(30, 1)), 30);
+    assert.equal(decode.cachedPrefixTokens(C), 60); // ends inside a's node: no split
+    assert.equal(decode.cachedPrefixTokens(seq(10, 9000)), 0);
+    assert.equal(decode.cachedPrefixTokens(new Uint32Array(0)), 0);
+    // No LRU touch (a stays first), no pin, no split, no change of memory.
+    assert.deepEqual(cache.lruNodes(), lruBefore);
+    assert.deepEqual(decode.kvUsage(), usageBefore);
+    decode.checkInvariants();
+
+    // Adopting C: its 60 cached tokens are pinned where they are, only its 40 others are new KV.
+    decode.adopt({ id: 'c', tokens: C, outputTokens: 3 }, { kvTokens: 100, generated: 1 }, now);
+    const it = decode.step(now);
+    assert.deepEqual(it.events.started, [{ id: 'c', cachedTokens: 100 }]);
+    const usage = decode.kvUsage();
+    assert.deepEqual(
+      [usage.cacheTokens, usage.pinnedTokens, usage.privateTokens, usage.usedTokens],
+      [202 + 40, 100, 1, 202 + 40 + 1], // + the KV of its second token, private while it decodes
+    );
+    decode.checkInvariants();
   });
 });
