@@ -3,6 +3,8 @@
  * All times are in seconds; token sequences are typed arrays, never arrays of objects.
  */
 
+import type { TransferMode } from './fleet/kv-link.ts';
+
 /** Token ids of a prompt. */
 export type Tokens = Uint32Array;
 
@@ -52,6 +54,11 @@ export interface RouteDecision<C extends InstanceCost = InstanceCost> {
    * ('at-kv-ready'). Absent (every colocated policy), the request runs whole on `instance`.
    */
   readonly decode?: InstanceId | 'at-kv-ready';
+  /**
+   * Disaggregation only: how this request's KV moves (core/fleet/kv-link.ts), overriding the fleet's
+   * transfer mode (Splitwise picks serialized or layer-wise by prompt length). Absent: the fleet's.
+   */
+  readonly transferMode?: TransferMode;
 }
 
 /** Token counts an engine reports when a request finishes. */

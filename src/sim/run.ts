@@ -35,7 +35,7 @@ export interface SimSpec {
    * a disaggregated policy's own (the registry's `engineQueuePolicy`: fcfs for distserve).
    */
   readonly queuePolicy?: QueuePolicyName | 'auto';
-  /** Chunked-prefill token budget per iteration. */
+  /** Chunked-prefill token budget per iteration (default: the policy's `engineChunkTokens`, else the engine's). */
   readonly chunkTokens?: number;
   /** Requests an engine runs at once (llama.cpp: its slots). Default: the engine's. */
   readonly maxRunning?: number;
@@ -101,6 +101,7 @@ export function resolveQueuePolicy(
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
   const queuePolicy = resolveQueuePolicy(spec.queuePolicy, spec.policy);
+  const chunkTokens = spec.chunkTokens ?? policyEntry(spec.policy).engineChunkTokens;
   const policy = createGlobalPolicy(
     spec.policy,
     { costModel: spec.costModel, seed: spec.seed },
@@ -114,7 +115,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     ...(spec.kvTransfer === undefined ? {} : { kvTransfer: spec.kvTransfer }),
     engine: {
       queuePolicy,
-      ...(spec.chunkTokens === undefined ? {} : { chunkedPrefillTokens: spec.chunkTokens }),
+      ...(chunkTokens === undefined ? {} : { chunkedPrefillTokens: chunkTokens }),
       ...(spec.maxRunning === undefined ? {} : { maxRunning: spec.maxRunning }),
       ...(spec.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
     },

@@ -109,6 +109,8 @@ interface Journey {
   readonly request: EngineRequest;
   readonly record: SimRecord;
   readonly decode: InstanceId | 'at-kv-ready';
+  /** How its KV moves: the decision's `transferMode`, else the fleet's. */
+  readonly mode: TransferMode;
   /** Set at kvReady: the prefill leg's KV and the decode instance chosen for it. */
   kv?: EngineKvReady;
   decodeInstance?: InstanceId;
@@ -220,7 +222,7 @@ export function simulate(options: SimulatorOptions): SimResult {
     const decode = j.decodeInstance!;
     const sender = fleet[prefill]!;
     const arrival = kvArrival({
-      mode: transfer!.mode,
+      mode: j.mode,
       prefillEnd: j.record.prefillEnd,
       prefillSeconds: j.record.prefillEnd - j.record.start,
       kvTokens: kv.kvTokens,
@@ -276,7 +278,7 @@ export function simulate(options: SimulatorOptions): SimResult {
     j.decodeInstance = decode;
     j.record.prefillEnd = end;
     j.record.decodeInstance = decode;
-    if (transfer!.mode === 'pull') {
+    if (j.mode === 'pull') {
       pulls[decode]!.push(j);
       tryPulls(decode, end);
     } else startTransfer(j, end);
@@ -418,7 +420,7 @@ export function simulate(options: SimulatorOptions): SimResult {
             throw new Error(
               `policy ${policy.name} sent the prefill of '${r.id}' to instance ${d.instance}, ${role === undefined ? 'which does not exist' : `a ${role} instance`}`,
             );
-          journeys.set(r.id, { request, record, decode: d.decode });
+          journeys.set(r.id, { request, record, decode: d.decode, mode: d.transferMode ?? transfer!.mode });
           engines[d.instance]!.submit(request, e.time, { stopAfterPrefill: true });
         } else engines[d.instance]!.submit(request, e.time);
         runners[d.instance]!.kick();
@@ -433,7 +435,7 @@ export function simulate(options: SimulatorOptions): SimResult {
         const kv = j.kv!;
         const decode = j.decodeInstance!;
         const prefill = j.record.instance;
-        if (transfer!.mode === 'pull') incoming[decode]! -= kv.kvTokens;
+        if (j.mode === 'pull') incoming[decode]! -= kv.kvTokens;
         j.record.transferEnd = e.time;
         engines[decode]!.adopt(j.request, { kvTokens: kv.kvTokens, generated: kv.generated }, e.time);
         engines[prefill]!.releaseKv(j.request.id);

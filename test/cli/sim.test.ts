@@ -237,6 +237,31 @@ test('preble sim with SLOs shows the share meeting them in its table', async () 
   assert.match(withSlo.stdout, /slo met\n[- ]+\ne2 .* (0|1)\.?\d*\n?$/);
 });
 
+test('preble sim --fleet 2P1D --policy splitwise: pairs chosen at arrival, layer-wise KV for 1024-token prompts, transfer and GPUs reported', async () => {
+  const run = await runCli([
+    'sim',
+    '--fleet',
+    '2P1D',
+    '--policy',
+    'splitwise',
+    '--workload',
+    'synthetic:in=1024,out=64',
+    '--rps',
+    '2',
+    '--requests',
+    '200',
+    '--json',
+  ]);
+  assert.equal(run.code, 0, run.stderr);
+  const report = JSON.parse(run.stdout);
+  assert.equal(report.completed, 200);
+  assert.equal(report.gpus, 3);
+  assert.equal(report.queuePolicy, 'fcfs');
+  assert.deepEqual(report.branches, { 'prompt-token-pair': 200 });
+  for (const key of ['mean', 'p50', 'p90', 'p99']) assert.ok(report.transfer[key] > 0, `transfer.${key}`);
+  assert.ok(report.ttft.mean > 0 && report.tpot.mean > 0);
+});
+
 test('preble sim --fleet 2P1D --policy distserve: a disaggregated run reports transfer and GPUs; a colocated policy fails with one line', async () => {
   const base = [
     'sim',
@@ -275,7 +300,7 @@ test('preble sim --fleet 2P1D --policy distserve: a disaggregated run reports tr
   assert.notEqual(colocated.code, 0);
   assert.match(
     colocated.stderr,
-    /policy e2 places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: distserve\n$/,
+    /policy e2 places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: distserve, splitwise\n$/,
   );
   const plain = JSON.parse(
     (await runCli(['sim', '--workload', 'toolbench', '--requests', '50', '--json'])).stdout,

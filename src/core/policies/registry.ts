@@ -4,6 +4,7 @@ import type { GlobalPolicy } from '../types.ts';
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
 import { DistServePolicy, distServeDefaults } from './disagg/distserve.ts';
+import { SplitwisePolicy, splitwiseDefaults } from './disagg/splitwise.ts';
 import { E2_DEFAULTS } from './e2/options.ts';
 import { E2Policy } from './e2/policy.ts';
 import { KvCostPolicy, kvCostDefaults } from './kv-cost.ts';
@@ -35,6 +36,8 @@ export interface PolicyEntry<O extends object> {
   readonly create: (options: O, context: PolicyContext) => GlobalPolicy;
   /** The engines' queue policy when the run says 'auto' (default: lpm, see sim/run.ts). */
   readonly engineQueuePolicy?: QueuePolicyName;
+  /** The engines' prefill token budget per iteration when the run sets none (default: the engine's). */
+  readonly engineChunkTokens?: number;
 }
 
 /** Identity with inference: each row is type-checked against its own options. */
@@ -115,6 +118,14 @@ const DISAGGREGATED_POLICIES = {
     defaults: distServeDefaults,
     engineQueuePolicy: 'fcfs',
     create: (o) => new DistServePolicy(o),
+  }),
+  splitwise: entry({
+    summary:
+      'Splitwise (ISCA 24): a (prompt, token) machine pair at arrival by the shortest pending-token queues, the mixed pool past a queue threshold, serialized KV below 512 prompt tokens and layer-wise above; FCFS, 2,048-token prompt batches',
+    defaults: splitwiseDefaults,
+    engineQueuePolicy: 'fcfs',
+    engineChunkTokens: 2048,
+    create: (o) => new SplitwisePolicy(o),
   }),
 } as const;
 

@@ -203,7 +203,10 @@ for (const name of disaggregatedPolicyNames) {
           active.add(i);
         });
         const base = policy as unknown as { inflight(i: number): number };
-        const inflight: { id: string; instance: number; decoded: boolean }[] = [];
+        // Without routeDecode, the policy names the decode instance at route (Splitwise's pair).
+        const atRoute = policy.routeDecode === undefined;
+        const inflight: { id: string; instance: number; decode: number | 'at-kv-ready'; decoded: boolean }[] =
+          [];
         let now = 0;
         let n = 0;
         const expectCounts = () => {
@@ -218,15 +221,18 @@ for (const name of disaggregatedPolicyNames) {
             const id = `r${n++}`;
             const open = [0, 1].filter((i) => active.has(i));
             const tokens = Uint32Array.from([1, 2, 3, n]);
-            if (open.length === 0) {
+            const decodes = [2, 3].filter((i) => active.has(i));
+            if (open.length === 0 || (atRoute && decodes.length === 0)) {
               assert.throws(() => policy.route({ id, tokens, arrival: now }, now));
               continue;
             }
             const d = policy.route({ id, tokens, arrival: now }, now);
             assert.ok(open.includes(d.instance), `${name} sent a prefill to ${d.instance}`);
             assert.ok(d.decode !== undefined, `${name} returned a colocated decision`);
+            if (atRoute) assert.ok(decodes.includes(d.decode as number), `${name} named decode ${d.decode}`);
+            else assert.equal(d.decode, 'at-kv-ready');
             assert.ok(policy.branches.includes(d.branch));
-            inflight.push({ id, instance: d.instance, decoded: false });
+            inflight.push({ id, instance: d.instance, decode: d.decode, decoded: false });
             policy.requestStarted(id, now);
             policy.requestFirstToken(id, now);
           } else if (op.kind === 'kv-ready') {
@@ -236,6 +242,13 @@ for (const name of disaggregatedPolicyNames) {
             const open = [2, 3].filter((i) => active.has(i));
             const path = Uint32Array.from([1, 2, 3]);
             policy.kvReady?.(r.id, r.instance, path, now);
+            if (r.decode !== 'at-kv-ready') {
+              r.instance = r.decode;
+              r.decoded = true;
+              policy.kvArrived?.(r.id, r.decode, path, now);
+              expectCounts();
+              continue;
+            }
             if (open.length === 0) {
               assert.throws(() => policy.routeDecode?.(r.id, r.instance, 3, now));
               continue;

@@ -114,7 +114,9 @@ test('--policy-option values are typed by the default', () => {
 test('every policy is described for --help with its options', () => {
   const lines = describeGlobalPolicies();
   assert.equal(lines.length, globalPolicyNames.length + disaggregatedPolicyNames.length);
-  assert.ok(!globalPolicyNames.includes('distserve' as never), "'all' is the colocated policies");
-  assert.match(lines.at(-1)!, /^distserve: DistServe/);
+  for (const name of ['distserve', 'splitwise'])
+    assert.ok(!globalPolicyNames.includes(name as never), "'all' is the colocated policies");
+  assert.match(lines.at(-2)!, /^distserve: DistServe/);
+  assert.match(lines.at(-1)!, /^splitwise: Splitwise .*\[promptQueueTokens=8192, /);
   assert.match(lines[0]!, /^e2: .*\[windowSeconds=180, .*prefixReplication=true/);
 });
