@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import { runSimulation } from '../sim/run.ts';
+import { fleetRun, runSimulation } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
+import { fleetFromFlag } from './fleet-file.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
@@ -14,6 +15,7 @@ interface BenchSimFlags {
   policy: string;
   model: string;
   seed: number;
+  fleet?: string;
   json?: boolean;
 }
 
@@ -23,6 +25,10 @@ export function registerBenchSim(bench: Command): void {
     .description('simulator speed: simulated requests and events per second of wall time')
     .option('--workload <name>', 'workload generator', 'toolbench')
     .option('--instances <n>', 'number of instances', positiveInt, 16)
+    .option(
+      '--fleet <fleet>',
+      'instances one by one instead (docs/fleets.md), e.g. 8P8D with --policy distserve',
+    )
     .option('--requests <n>', 'requests to simulate', positiveInt, 100_000)
     .option('--rps <r>', 'arrival rate (default: 4 per instance)', positiveNumber)
     .option('--policy <name>', 'global policy', 'e2')
@@ -34,12 +40,15 @@ export function registerBenchSim(bench: Command): void {
 }
 
 function benchSim(flags: BenchSimFlags): void {
-  const rps = flags.rps ?? 4 * flags.instances;
+  const fleet = flags.fleet === undefined ? undefined : fleetFromFlag(flags.fleet, flags.model);
+  const instances = fleet?.instances.length ?? flags.instances;
+  const rps = flags.rps ?? 4 * instances;
   const started = performance.now();
   const { report, result } = runSimulation({
     policy: flags.policy,
     workload: flags.workload,
-    instances: flags.instances,
+    instances,
+    ...(fleet === undefined ? {} : fleetRun(fleet)),
     rps,
     costModel: costModelPreset(flags.model),
     seed: flags.seed,
@@ -51,7 +60,8 @@ function benchSim(flags: BenchSimFlags): void {
   const wall = (performance.now() - started) / 1000;
   const out = {
     workload: flags.workload,
-    instances: flags.instances,
+    instances,
+    ...(flags.fleet === undefined ? {} : { fleet: flags.fleet }),
     requests: report.requests,
     policy: flags.policy,
     wallSeconds: wall,

@@ -103,14 +103,19 @@ function parseRates(list: string): number[] {
 
 async function sim(flags: SimFlags): Promise<void> {
   // The simulator, plots and progress bars load here rather than above, so `--help` answers at once.
-  const [{ runSimulation }, { createProgress }, { writeSimOutputs }, { simTable }, { workloadStream }] =
-    await Promise.all([
-      import('../sim/run.ts'),
-      import('./progress.ts'),
-      import('./sim-output.ts'),
-      import('./sim-table.ts'),
-      import('./workload-stream.ts'),
-    ]);
+  const [
+    { fleetRun, runSimulation },
+    { createProgress },
+    { writeSimOutputs },
+    { simTable },
+    { workloadStream },
+  ] = await Promise.all([
+    import('../sim/run.ts'),
+    import('./progress.ts'),
+    import('./sim-output.ts'),
+    import('./sim-table.ts'),
+    import('./workload-stream.ts'),
+  ]);
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
@@ -132,24 +137,14 @@ async function sim(flags: SimFlags): Promise<void> {
     flags.fleet === undefined
       ? undefined
       : (await import('./fleet-file.ts')).fleetFromFlag(flags.fleet, flags.model);
-  // Prefill and decode instances: the KV moves over the fleet's links, in its transfer mode.
-  const kvTransfer = fleet?.instances.some((instance) => instance.role !== 'mixed')
-    ? { placement: fleet, mode: fleet.transferMode }
-    : undefined;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
     const options = policyOptions.get(policy);
     return {
       policy,
       ...(options === undefined ? {} : { policyOptions: options }),
       workload: flags.workload,
-      instances: fleet?.instances.length ?? flags.instances,
-      ...(fleet === undefined
-        ? {}
-        : {
-            fleet: fleet.instances,
-            ...(kvTransfer === undefined ? {} : { kvTransfer }),
-            ...(flags.kvTokens === undefined ? {} : { kvCapacityTokens: flags.kvTokens }),
-          }),
+      instances: flags.instances,
+      ...(fleet === undefined ? {} : fleetRun(fleet, flags.kvTokens)),
       rps,
       costModel,
       requests,

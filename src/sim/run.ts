@@ -1,7 +1,7 @@
 import type { InstanceCostModel } from '../core/cost-model/instance.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
-import type { FleetInstance } from '../core/fleet/fleet.ts';
+import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
 import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import { percentiles } from '../report/stats.ts';
@@ -124,6 +124,23 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
   });
   return { report: report(spec, queuePolicy, result), result };
+}
+
+/**
+ * The spec fields for a run on `fleet` (`--fleet`): its instances, and for prefill and decode
+ * instances the links and transfer mode the KV moves with. `kvCapacityTokens` overrides every preset's.
+ */
+export function fleetRun(
+  fleet: Fleet,
+  kvCapacityTokens?: number,
+): Pick<SimSpec, 'instances' | 'fleet' | 'kvTransfer' | 'kvCapacityTokens'> {
+  const disaggregated = fleet.instances.some((instance) => instance.role !== 'mixed');
+  return {
+    instances: fleet.instances.length,
+    fleet: fleet.instances,
+    ...(disaggregated ? { kvTransfer: { placement: fleet, mode: fleet.transferMode } } : {}),
+    ...(kvCapacityTokens === undefined ? {} : { kvCapacityTokens }),
+  };
 }
 
 /** Each fleet instance as the simulator runs it: its own preset and engine settings. */
