@@ -1,3 +1,4 @@
+import { fleetGpuCount, perGpu } from '../core/fleet/cost.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { type GoodputProbe, goodput } from '../sim/metrics/goodput.ts';
 import { runSimulation, type SimSpec } from '../sim/run.ts';
@@ -11,6 +12,9 @@ export interface GoodputReport {
   /** The highest rate found meeting the target (requests per second); 0 if the first rate misses. */
   readonly goodputRps: number;
   readonly goodputPerInstance: number;
+  /** With a fleet (`--fleet`): its GPUs and the goodput per GPU (DistServe's figure of merit). */
+  readonly gpus?: number;
+  readonly goodputPerGpu?: number;
   /** False when every doubling still met the target: goodputRps is then only a lower bound. */
   readonly bracketed: boolean;
   readonly probes: readonly GoodputProbe[];
@@ -39,18 +43,23 @@ export function searchGoodput(
     target: options.target,
     goodputRps: result.rps,
     goodputPerInstance: result.rps / first.instances,
+    ...(first.fleet === undefined
+      ? {}
+      : { gpus: fleetGpuCount(first.fleet), goodputPerGpu: perGpu(result.rps, first.fleet) }),
     bracketed: result.bracketed,
     probes: result.probes,
   };
 }
 
 export function goodputTable(reports: readonly GoodputReport[]): string {
+  const perGpuColumn = reports.some((r) => r.goodputPerGpu !== undefined);
   return textTable(
-    ['policy', 'goodput (req/s)', 'per instance', 'target', 'runs'],
+    ['policy', 'goodput (req/s)', 'per instance', ...(perGpuColumn ? ['per GPU'] : []), 'target', 'runs'],
     reports.map((r) => [
       r.policy,
       `${fixed(r.goodputRps, 3)}${r.bracketed ? '' : '+'}`,
       fixed(r.goodputPerInstance, 3),
+      ...(perGpuColumn ? [fixed(r.goodputPerGpu ?? 0, 3)] : []),
       r.target,
       r.probes.length,
     ]),

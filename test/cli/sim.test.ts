@@ -308,3 +308,31 @@ test('preble sim --fleet 2P1D --policy distserve: a disaggregated run reports tr
   assert.equal(plain.transfer, undefined, 'no transfer figures without disaggregated requests');
   assert.equal(plain.stages, undefined, 'no stages without disaggregated requests');
 });
+
+test('preble sim --goodput on a fleet reports goodput per GPU', async () => {
+  const r = await runCli([
+    'sim',
+    '--fleet',
+    '1P1D',
+    '--policy',
+    'distserve',
+    '--workload',
+    'synthetic:in=256,out=16',
+    '--requests',
+    '100',
+    '--rps',
+    '1',
+    '--slo-ttft',
+    '0.5',
+    '--slo-tpot',
+    '0.1',
+    '--goodput',
+    '0.9',
+    '--json',
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  const [result] = JSON.parse(r.stdout).results;
+  assert.equal(result.gpus, 2);
+  assert.ok(result.goodputRps >= 1);
+  assert.equal(result.goodputPerGpu, result.goodputRps / 2);
+});
