@@ -33,3 +33,11 @@ export interface SimRecord {
   transferEnd: number;
   decodeStart: number;
 }
+
+/**
+ * A disaggregated request's journey as its seven marks, in order: arrival, prefill start, prefill end,
+ * transfer start, transfer end, decode start, finish (the stages are the gaps between them).
+ */
+export function journeyMarks(r: SimRecord): number[] {
+  return [r.arrival, r.start, r.prefillEnd, r.transferStart, r.transferEnd, r.decodeStart, r.finish];
+}

@@ -7,7 +7,7 @@ import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
-import type { SimRecord } from './record.ts';
+import { journeyMarks, type SimRecord } from './record.ts';
 import { type KvTransferSetup, type SimInstance, type SimResult, simulate } from './simulator.ts';
 
 /** One simulation: which policy, on which cluster, under which stream. */
@@ -235,20 +235,11 @@ export interface JourneyStages {
 
 /** The stages of the run's disaggregated requests; undefined when none was (a colocated run). */
 export function journeyStages(records: readonly SimRecord[]): JourneyStages | undefined {
-  const marks = (r: SimRecord) => [
-    r.arrival,
-    r.start,
-    r.prefillEnd,
-    r.transferStart,
-    r.transferEnd,
-    r.decodeStart,
-    r.finish,
-  ];
   const names = ['prefillQueue', 'prefill', 'transferWait', 'transfer', 'decodeQueue', 'decode'] as const;
   const seconds = names.map(() => [] as number[]);
   for (const r of records) {
     if (r.decodeStart < 0 || r.finish < 0) continue;
-    const m = marks(r);
+    const m = journeyMarks(r);
     for (let i = 0; i < names.length; i++) seconds[i]!.push(m[i + 1]! - m[i]!);
   }
   if (seconds[0]!.length === 0) return undefined;

@@ -5,6 +5,7 @@ import type { KvLink, TransferMode } from '../../src/core/fleet/kv-link.ts';
 import { createGlobalPolicy } from '../../src/core/policies/registry.ts';
 import type { Role } from '../../src/core/types.ts';
 import type { EngineKvUsage } from '../../src/engine/engine.ts';
+import { journeyMarks } from '../../src/sim/record.ts';
 import { journeyStages } from '../../src/sim/run.ts';
 import {
   colocatedOnDisaggregatedFleet,
@@ -242,15 +243,7 @@ test('a disaggregated run gives the policy the contract feedback in order, and l
       if (r.decodeInstance < 0) continue;
       disaggregated++;
       assert.ok(r.instance < 2 && r.decodeInstance >= 2, `${r.id}: prefill on P, decode on D`);
-      const journey = [
-        r.arrival,
-        r.start,
-        r.prefillEnd,
-        r.transferStart,
-        r.transferEnd,
-        r.decodeStart,
-        r.finish,
-      ];
+      const journey = journeyMarks(r);
       for (let i = 1; i < journey.length; i++)
         assert.ok(journey[i]! >= journey[i - 1]!, `${mode} ${r.id}: journey ${journey.join(' ')}`);
       assert.equal(r.firstToken, r.prefillEnd);

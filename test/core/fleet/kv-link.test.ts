@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { kvBytesPerToken } from '../../../src/core/cost-model/instance.ts';
-import type { ModelShape } from '../../../src/core/cost-model/types.ts';
+import { MODEL_SHAPES } from '../../../src/core/cost-model/model-shapes.ts';
 import {
   KV_LINK_CLASSES,
   kvArrival,
@@ -14,19 +14,8 @@ import {
   transferSeconds,
 } from '../../../src/core/fleet/kv-link.ts';
 
-/** Llama-2-13B (Hugging Face config.json): 40 layers, 40 heads, no GQA, head dim 128, fp16. */
-const LLAMA2_13B: ModelShape = {
-  name: 'llama2-13b',
-  params: 13_015_864_320,
-  layers: 40,
-  hidden: 5120,
-  heads: 40,
-  kvHeads: 40,
-  headDim: 128,
-  bytesPerParam: 2,
-  bytesPerKv: 2,
-};
-const BYTES = kvBytesPerToken(LLAMA2_13B);
+// Llama-2-13B: 40 layers, 40 KV heads of dimension 128, fp16: 819,200 bytes of KV per token.
+const BYTES = kvBytesPerToken(MODEL_SHAPES['llama2-13b']);
 const close = (actual: number, expected: number) =>
   assert.ok(Math.abs(actual - expected) <= 1e-12 + 1e-9 * Math.abs(expected), `${actual} != ${expected}`);
 
