@@ -16,6 +16,8 @@ export interface HttpLoadOptions {
   readonly connections?: number;
   /** Fields added to every request body (e.g. llama.cpp's `ignore_eos` for fixed output lengths). */
   readonly extraBody?: Readonly<Record<string, unknown>>;
+  /** Told the number of requests answered (or failed) so far, after each one (progress displays). */
+  readonly onFinished?: (finished: number) => void;
 }
 
 /** What the client saw of one request (times in the requests' seconds: wall time x timeScale). */
@@ -50,6 +52,12 @@ export async function runHttpLoad(options: HttpLoadOptions): Promise<HttpRecord[
   const pool = new Pool(new URL(options.url).origin, { connections: options.connections ?? 256 });
   const start = performance.now();
   const elapsed = () => ((performance.now() - start) / 1000) * scale;
+  let finished = 0;
+  const done = (record: HttpRecord): HttpRecord => {
+    finished++;
+    options.onFinished?.(finished);
+    return record;
+  };
   try {
     return await Promise.all(
       options.requests.map(async (r) => {
@@ -57,9 +65,9 @@ export async function runHttpLoad(options: HttpLoadOptions): Promise<HttpRecord[
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         const sent = elapsed();
         try {
-          return await send(pool, options, r, elapsed, sent);
+          return done(await send(pool, options, r, elapsed, sent));
         } catch (error) {
-          return failed(r, 0, sent, elapsed, `connection error ${errorCode(error)}`);
+          return done(failed(r, 0, sent, elapsed, `connection error ${errorCode(error)}`));
         }
       }),
     );

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import type { DemoOptions, DemoResult } from '../demo/demo.ts';
+import type { DemoListener, DemoOptions, DemoResult } from '../demo/demo.ts';
 import { fixed, textTable } from '../report/text-table.ts';
 import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { createProgress, type Progress } from './progress.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 /** What the demo runs on, loaded when it runs rather than with the CLI (so `preble --help` answers at once). */
@@ -19,6 +20,7 @@ async function load() {
     modelCache,
     sim,
     chars,
+    verdict,
   ] = await Promise.all([
     import('../core/cost-model/presets.ts'),
     import('../core/policies/registry.ts'),
@@ -32,6 +34,7 @@ async function load() {
     import('../real/model-cache.ts'),
     import('../sim/run.ts'),
     import('../text/chars-tokenizer.ts'),
+    import('../demo/verdict.ts'),
   ]);
   const workloads = await import('../workloads/registry.ts');
   return {
@@ -47,6 +50,7 @@ async function load() {
     ...modelCache,
     ...sim,
     ...chars,
+    ...verdict,
     ...workloads,
   };
 }
@@ -65,11 +69,16 @@ interface DemoFlags {
   preset: string;
   slots: number;
   ctx: number;
+  repeats?: number;
   json?: boolean;
 }
 
 /** The real demo's stream: 8 long shared prefixes, short unique suffixes, fixed short answers. */
 const REAL_STREAM = { prefixes: 8, prefixChars: 1500, suffixChars: 40, outputTokens: 8 } as const;
+
+/** The demo's default comparison: ours, the paper's, the router users already have, two baselines. */
+const EMULATED_POLICIES = 'e2,cache-aware,least-load,round-robin';
+const REAL_POLICIES = 'e2,cache-aware,round-robin';
 
 /** The cost-model preset fitted to the CPU llama.cpp replicas (docs/results/calibration). */
 const REAL_COST_MODEL = 'llamacpp-small-cpu';
@@ -91,7 +100,7 @@ export function registerDemo(program: Command): void {
     )
     .option(
       '--policy <list>',
-      "policies to compare, or 'all' (default e2,round-robin,least-load,cache-aware; real: e2,round-robin)",
+      `policies to compare, or 'all' (default ${EMULATED_POLICIES}; real: ${REAL_POLICIES})`,
     )
     .option('--model <preset>', "emulated replicas' cost-model preset", 'mistral-7b-a6000')
     .option('--time-scale <x>', 'emulated replicas run this much faster than real time', positiveNumber, 10)
@@ -99,6 +108,11 @@ export function registerDemo(program: Command): void {
     .option('--preset <size>', 'real: model size (tiny, small, medium)', 'small')
     .option('--slots <n>', 'real: slots per replica (-np)', positiveInt, 4)
     .option('--ctx <n>', 'real: KV context per replica (-c)', positiveInt, 16_384)
+    .option(
+      '--repeats <n>',
+      'runs of each policy; the verdict states their spread (default 2 emulated, 1 real)',
+      positiveInt,
+    )
     .option('--json', 'print one JSON object on stdout')
     .action((flags: DemoFlags) => demo(flags));
   addRegistryHelp(command, ['policies', 'presets', 'workloads']);
@@ -119,9 +133,10 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
     const requests = flags.requests ?? 300;
     const rps = flags.rps ?? 6;
     const replicas = flags.replicas ?? 4;
+    const repeats = flags.repeats ?? 2;
     process.stderr.write(
       `${replicas} emulated ${flags.model} replicas (${flags.timeScale}x real time) behind the gateway; ` +
-        `${requests} ${flags.workload} requests at ${rps} req/s per policy\n`,
+        `${requests} ${flags.workload} requests at ${rps} req/s per policy, ${repeats} run(s) each\n`,
     );
     return {
       replicas,
@@ -129,7 +144,8 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
       requests: [...createWorkload(flags.workload, { requests, rps, seed })],
       render: renderTokens,
       rps,
-      policies: parsePolicyList(flags.policy ?? 'e2,round-robin,least-load,cache-aware'),
+      policies: parsePolicyList(flags.policy ?? EMULATED_POLICIES),
+      repeats,
       model: flags.model,
       costModel: flags.model,
       timeScale: flags.timeScale,
@@ -139,7 +155,7 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
   }
   if (!isLlamaPreset(flags.preset))
     throw new Error(`--preset: expected tiny, small or medium, got '${flags.preset}'`);
-  const policies = parsePolicyList(flags.policy ?? 'e2,round-robin');
+  const policies = parsePolicyList(flags.policy ?? REAL_POLICIES);
   const replicas = flags.replicas ?? 2;
   const rps = flags.rps ?? 0.6;
   const requests = sharedPrefixRequests({
@@ -170,6 +186,7 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
     timeScale: 1,
     seed,
     fleet: llamaFleet({ binary, model, slots: flags.slots, ctx: flags.ctx }),
+    repeats: flags.repeats ?? 1,
     // Random weights may sample EOS at any step: fixed lengths make the policies' work comparable.
     extraBody: { ignore_eos: true, temperature: 0 },
   };
@@ -199,18 +216,19 @@ function predictedMeanLatency(options: DemoOptions, policy: string, slots: numbe
 async function demo(flags: DemoFlags): Promise<void> {
   const m = await load();
   const options = await demoOptions(flags, m);
-  const results = await m.runDemo(options, (r) =>
-    process.stderr.write(
-      `${r.policy}: mean latency ${r.latency.mean.toFixed(2)} s, hit rate ${r.cacheHitRate.toFixed(2)}\n`,
-    ),
-  );
+  const results = await m.runDemo(options, demoListener(options));
   const real = flags.real === true;
   const predicted = real
-    ? results.map((r) => predictedMeanLatency(options, r.policy, flags.slots, m))
+    ? new Map(options.policies.map((p) => [p, predictedMeanLatency(options, p, flags.slots, m)]))
     : undefined;
+  const verdict = m.demoVerdict(results);
   if (flags.json) {
-    const out = results.map((r, i) => (predicted === undefined ? r : { ...r, simMeanLatency: predicted[i] }));
-    process.stdout.write(`${JSON.stringify({ results: out })}\n`);
+    const out = results.map((r) =>
+      predicted === undefined ? r : { ...r, simMeanLatency: predicted.get(r.policy) },
+    );
+    process.stdout.write(
+      `${JSON.stringify({ results: out, verdict: { winner: verdict.winner, evenWith: verdict.evenWith, summaries: verdict.summaries } })}\n`,
+    );
     return;
   }
   process.stdout.write(`\n${demoTable(results, predicted)}\n\n`);
@@ -219,12 +237,37 @@ async function demo(flags: DemoFlags): Promise<void> {
       ? `Real computation on llama-server (random weights). "sim" is preble sim's prediction for the same stream with the ${REAL_COST_MODEL} preset.\n`
       : "Times are in the replicas' emulated seconds.\n",
   );
+  process.stdout.write(`\n${verdict.lines.join('\n')}\n`);
 }
 
-function demoTable(results: readonly DemoResult[], predicted: readonly number[] | undefined): string {
+/** Progress on stderr: a bar per run on a terminal, a line per run elsewhere (never silence). */
+function demoListener(options: DemoOptions): DemoListener {
+  let bar: Progress | undefined;
+  return {
+    started: (policy, run, index, total) => {
+      const label = `${policy} run ${run} (${index}/${total})`;
+      if (process.stderr.isTTY) bar = createProgress(options.requests.length, label);
+      else process.stderr.write(`${label}: ${options.requests.length} requests...\n`);
+    },
+    progress: (finished) => bar?.update(finished),
+    finished: (r) => {
+      bar?.stop();
+      bar = undefined;
+      process.stderr.write(
+        `${r.policy} run ${r.run}: mean latency ${r.latency.mean.toFixed(2)} s, cached share ${r.cacheHitRate.toFixed(2)}, ${r.wallSeconds.toFixed(1)} s wall\n`,
+      );
+    },
+  };
+}
+
+function demoTable(
+  results: readonly DemoResult[],
+  predicted: ReadonlyMap<string, number> | undefined,
+): string {
   const real = predicted !== undefined;
   const head = [
     'policy',
+    'run',
     'lat mean s',
     'lat p99 s',
     'ttft mean s',
@@ -233,11 +276,17 @@ function demoTable(results: readonly DemoResult[], predicted: readonly number[] 
     'requests per replica',
   ];
   if (real) head.push('prompt s per replica', 'wall s', 'sim mean s', 'sim error');
+  const ordered = [...results].sort(
+    (a, b) =>
+      results.findIndex((r) => r.policy === a.policy) - results.findIndex((r) => r.policy === b.policy) ||
+      a.run - b.run,
+  );
   return textTable(
     head,
-    results.map((r, i) => {
+    ordered.map((r) => {
       const row = [
         r.policy,
+        String(r.run),
         fixed(r.latency.mean, 2),
         fixed(r.latency.p99, 2),
         fixed(r.ttft.mean, 2),
@@ -246,7 +295,7 @@ function demoTable(results: readonly DemoResult[], predicted: readonly number[] 
         r.perInstance.map((p) => p.requests).join(' / '),
       ];
       if (real) {
-        const sim = predicted[i]!;
+        const sim = predicted.get(r.policy) ?? 0;
         row.push(
           r.perInstance.map((p) => fixed(p.promptSeconds ?? 0, 1)).join(' / '),
           fixed(r.wallSeconds, 1),

@@ -7,14 +7,17 @@ export interface Progress {
   stop(): void;
 }
 
-/** A progress bar on stderr for long runs; silent when stderr is not a terminal (logs, CI, pipes). */
-export function createProgress(total: number): Progress {
+/**
+ * A progress bar on stderr for long runs; silent when stderr is not a terminal (logs, CI, pipes).
+ * `label` names what is being done (default: simulating).
+ */
+export function createProgress(total: number, label = 'simulating'): Progress {
   let value = 0;
   const bar = process.stderr.isTTY
     ? new cliProgress.SingleBar(
         {
           stream: process.stderr,
-          format: 'simulating [{bar}] {value}/{total} requests | {eta_formatted} left',
+          format: `${label} [{bar}] {value}/{total} requests | {eta_formatted} left`,
           hideCursor: true,
         },
         cliProgress.Presets.shades_classic,

@@ -29,11 +29,24 @@ export interface DemoOptions {
   readonly fleet: FleetFactory;
   /** Added to every request body. */
   readonly extraBody?: Readonly<Record<string, unknown>>;
+  /** Runs of each policy (default 1): the verdict states their spread. */
+  readonly repeats?: number;
+}
+
+/** What the demo tells its caller while it runs (the CLI shows progress; tests ignore it). */
+export interface DemoListener {
+  /** A run begins: `index` of `total` runs overall. */
+  started?(policy: string, run: number, index: number, total: number): void;
+  /** Requests answered so far in the current run. */
+  progress?(finished: number, requests: number): void;
+  finished?(result: DemoResult): void;
 }
 
 /** One policy's run, in the shape of `preble sim --json` (what HTTP cannot measure is left out). */
 export interface DemoResult {
   readonly policy: string;
+  /** Which run of this policy (1-based; see DemoOptions.repeats). */
+  readonly run: number;
   readonly workload: string;
   readonly instances: number;
   readonly rps: number;
@@ -49,18 +62,22 @@ export interface DemoResult {
 
 /**
  * For each policy in turn: a fresh fleet and a gateway on free local ports, the same request
- * stream sent over real HTTP, then everything stopped. Times are in the replicas' seconds.
+ * stream sent over real HTTP, then everything stopped. Times are in the replicas' seconds. With
+ * repeats, every policy runs once before any runs again, so a slow spell of the machine falls on
+ * all of them rather than on one.
  */
-export async function runDemo(
-  options: DemoOptions,
-  onPolicy?: (r: DemoResult) => void,
-): Promise<DemoResult[]> {
+export async function runDemo(options: DemoOptions, listener: DemoListener = {}): Promise<DemoResult[]> {
   const costModel = costModelPreset(
     options.costModel,
     options.replicaKvTokens === undefined ? {} : { kvCapacityTokens: options.replicaKvTokens },
   );
+  const repeats = options.repeats ?? 1;
   const results: DemoResult[] = [];
-  for (const policy of options.policies) {
+  const schedule = Array.from({ length: repeats }, (_, r) =>
+    options.policies.map((policy) => ({ policy, run: r + 1 })),
+  ).flat();
+  for (const [index, { policy, run }] of schedule.entries()) {
+    listener.started?.(policy, run, index + 1, schedule.length);
     const fleet = await options.fleet(options.replicas);
     try {
       const gateway = createGateway({
@@ -84,11 +101,12 @@ export async function runDemo(
           render: options.render,
           timeScale: options.timeScale,
           ...(options.extraBody === undefined ? {} : { extraBody: options.extraBody }),
+          onFinished: (finished) => listener.progress?.(finished, options.requests.length),
         });
         const wallSeconds = (performance.now() - started) / 1000;
         const promptSeconds = await fleet.promptSeconds?.();
-        const result = summarize(policy, options, fleet.urls, records, wallSeconds, promptSeconds);
-        onPolicy?.(result);
+        const result = summarize(policy, run, options, fleet.urls, records, wallSeconds, promptSeconds);
+        listener.finished?.(result);
         results.push(result);
       } finally {
         await gateway.close();
@@ -102,6 +120,7 @@ export async function runDemo(
 
 function summarize(
   policy: string,
+  run: number,
   options: DemoOptions,
   urls: readonly string[],
   records: readonly HttpRecord[],
@@ -119,6 +138,7 @@ function summarize(
   const begin = Math.min(...ok.map((r) => r.arrival));
   return {
     policy,
+    run,
     workload: options.workload,
     instances: options.replicas,
     rps: options.rps,

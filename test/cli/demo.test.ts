@@ -15,22 +15,35 @@ test('preble demo runs the policies over real HTTP and e2 reuses more of the sha
     '100',
     '--policy',
     'e2,round-robin',
+    '--repeats',
+    '2',
     '--json',
   ]);
   assert.equal(r.code, 0, r.stderr);
-  const { results } = JSON.parse(r.stdout) as {
+  const { results, verdict } = JSON.parse(r.stdout) as {
+    verdict: { winner: string; summaries: { policy: string; means: number[] }[] };
     results: {
       policy: string;
+      run: number;
       completed: number;
       cacheHitRate: number;
       latency: { mean: number };
       perInstance: { requests: number }[];
     }[];
   };
+  // Every policy runs once before any runs again.
   assert.deepEqual(
-    results.map((x) => x.policy),
-    ['e2', 'round-robin'],
+    results.map((x) => `${x.policy}#${x.run}`),
+    ['e2#1', 'round-robin#1', 'e2#2', 'round-robin#2'],
   );
+  assert.deepEqual(
+    verdict.summaries.map((s) => [s.policy, s.means.length]),
+    [
+      ['e2', 2],
+      ['round-robin', 2],
+    ],
+  );
+  assert.ok(['e2', 'round-robin'].includes(verdict.winner));
   for (const x of results) {
     assert.equal(x.completed, 40, 'every request answered');
     assert.equal(
