@@ -20,8 +20,8 @@ export interface PrefixPdOptions {
   /** The colocated policy (registry name) that places prefills among the prefill and mixed instances. */
   readonly prefillPolicy?: string;
   /**
-   * Disaggregate a request when its uncached prefill (the prompt less its longest prefix cached on a
-   * prefill-capable instance) takes longer than this, alone, by the cost model. Default 0.1 s, the TPOT
+   * Disaggregate a request when its uncached prefill where it would run colocated (the prompt less its
+   * longest prefix cached on an active mixed instance) takes longer than this, alone, by the cost model. Default 0.1 s, the TPOT
    * SLO of DistServe's chatbot workload (Table 1): a colocated prefill runs inside the co-running
    * decodes' iterations, so one that takes less than a TPOT budget delays their next token by less
    * than one token's budget, and one that takes more breaks it; that is the interference
@@ -77,10 +77,11 @@ const isPrefillCapable = (role: Role | undefined) => role !== 'decode';
  *   mixed roles) and gets their feedback (start, first token, evictions, load signals, ticks); the
  *   prefill leg ends for it when the KV has left the prefill instance (`kvArrived`, reported as a
  *   finish with one output token), so its prefix tree and load stay those of its instances.
- * - **Decider**: the uncached prefill is the prompt less its longest prefix cached on an active
- *   prefill-capable instance (this policy's own cluster tree). If its prefill time alone exceeds
- *   `colocatedPrefillSeconds`, the request is disaggregated (the inner policy picks among the prefill
- *   instances); otherwise it runs colocated (no `decode`) on a mixed instance the inner policy picks.
+ * - **Decider**: the uncached prefill is the prompt less its longest prefix cached on an active mixed
+ *   instance, where it would run colocated (this policy's own cluster tree). If its prefill time alone
+ *   exceeds `colocatedPrefillSeconds`, the request is disaggregated (the inner policy picks among the
+ *   prefill instances, where a prefix cached on a prefill instance shortens it further); otherwise it
+ *   runs colocated (no `decode`) on a mixed instance the inner policy picks.
  *   A fleet without mixed instances disaggregates everything (our engines run no whole request on a
  *   prefill-role instance); without prefill instances everything is colocated; a fleet with no roles at
  *   all is the inner policy alone (same instances, branch `colocated`).
@@ -121,9 +122,8 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
     const prefill = active.filter((id) => this.role(id) === 'prefill');
     const mixed = active.filter((id) => this.role(id) === 'mixed');
     if (prefill.length === 0 && mixed.length === 0) throw new NoInstanceAvailableError();
-    let disaggregate = false;
-    if (prefill.length > 0 && (mixed.length === 0 || this.longUncachedPrefill(request.tokens, active)))
-      disaggregate = true;
+    const disaggregate =
+      prefill.length > 0 && (mixed.length === 0 || this.longUncachedPrefill(request.tokens, mixed));
     const pool = disaggregate ? prefill : mixed;
     const avoid = [...this.innerKnows].filter((id) => !pool.includes(id));
     const inner = this.inner.route(
@@ -140,14 +140,15 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
       : { ...base, branch: 'colocated' };
   }
 
-  /** The decider: the prompt's uncached part, where it is cached longest, takes longer than allowed. */
-  private longUncachedPrefill(tokens: Tokens, active: readonly InstanceId[]): boolean {
+  /**
+   * The decider: the prompt's uncached part on the mixed instance that caches most of it (where it
+   * would run colocated) takes longer, alone, than `colocatedPrefillSeconds`.
+   */
+  private longUncachedPrefill(tokens: Tokens, mixed: readonly InstanceId[]): boolean {
     this.tree.match(tokens);
     let cached = 0;
-    for (const id of active)
-      if (isPrefillCapable(this.role(id))) cached = Math.max(cached, this.tree.cachedOn(id));
-    const uncached = tokens.length - cached;
-    return this.costModel.prefillTime(uncached, cached) > this.options.colocatedPrefillSeconds;
+    for (const id of mixed) cached = Math.max(cached, this.tree.cachedOn(id));
+    return this.costModel.prefillTime(tokens.length - cached, cached) > this.options.colocatedPrefillSeconds;
   }
 
   protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
