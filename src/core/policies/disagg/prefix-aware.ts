@@ -20,8 +20,8 @@ export interface PrefixPdOptions {
   /** The colocated policy (registry name) that places prefills among the prefill and mixed instances. */
   readonly prefillPolicy?: string;
   /**
-   * Disaggregate a request when its uncached prefill where it would run colocated (the prompt less its
-   * longest prefix cached on an active mixed instance) takes longer than this, alone, by the cost model. Default 0.1 s, the TPOT
+   * Disaggregate a request when its uncached prefill (the prompt less its longest prefix cached on an
+   * active prefill-capable instance) takes longer than this, alone, by the cost model. Default 0.1 s, the TPOT
    * SLO of DistServe's chatbot workload (Table 1): a colocated prefill runs inside the co-running
    * decodes' iterations, so one that takes less than a TPOT budget delays their next token by less
    * than one token's budget, and one that takes more breaks it; that is the interference
@@ -34,6 +34,13 @@ export interface PrefixPdOptions {
    * 200 Gbps) and a PCIe Gen4 host link (docs/fleets.md); NVLink is faster, Ethernet slower.
    */
   readonly linkBandwidth?: number;
+  /**
+   * A long uncached prefill runs colocated on a mixed instance anyway (branch `prefill-overflow`) when
+   * the shortest prefill-instance queue (uncached prompt tokens routed there whose prefill has not
+   * ended, with this request's) would pass this: Splitwise's mixed-pool overflow. Default 8,192, our
+   * splitwise's `promptQueueTokens` (4 batches of its 2,048-token cap; Splitwise gives no value).
+   */
+  readonly prefillQueueTokens?: number;
   /** Expected output tokens of a request without a max_tokens hint (Splitwise's conversation median: 129). */
   readonly defaultOutputTokens?: number;
 }
@@ -42,6 +49,7 @@ export const prefixPdDefaults: Required<PrefixPdOptions> = {
   prefillPolicy: 'e2',
   colocatedPrefillSeconds: 0.1,
   linkBandwidth: 25e9,
+  prefillQueueTokens: 8192,
   defaultOutputTokens: 129,
 };
 
@@ -55,6 +63,8 @@ export interface PrefixPdDecodeCost extends InstanceCost {
 
 /** A request between its route and its release. */
 interface Pending {
+  /** Uncached prompt tokens counted in its prefill instance's queue until its prefill ends (then 0). */
+  queued: number;
   readonly tokens: Tokens;
   readonly outputTokens: number;
   /** The inner policy still counts it (on its prefill or mixed instance). */
@@ -77,11 +87,12 @@ const isPrefillCapable = (role: Role | undefined) => role !== 'decode';
  *   mixed roles) and gets their feedback (start, first token, evictions, load signals, ticks); the
  *   prefill leg ends for it when the KV has left the prefill instance (`kvArrived`, reported as a
  *   finish with one output token), so its prefix tree and load stay those of its instances.
- * - **Decider**: the uncached prefill is the prompt less its longest prefix cached on an active mixed
- *   instance, where it would run colocated (this policy's own cluster tree). If its prefill time alone
- *   exceeds `colocatedPrefillSeconds`, the request is disaggregated (the inner policy picks among the
- *   prefill instances, where a prefix cached on a prefill instance shortens it further); otherwise it
- *   runs colocated (no `decode`) on a mixed instance the inner policy picks.
+ * - **Decider**: the uncached prefill is the prompt less its longest prefix cached on an active
+ *   prefill-capable instance (this policy's own cluster tree). If its prefill time alone exceeds
+ *   `colocatedPrefillSeconds`, the request is disaggregated (the inner policy picks among the prefill
+ *   instances), unless the shortest prefill queue would pass `prefillQueueTokens` (then it overflows to
+ *   the mixed instances, as in Splitwise); otherwise it runs colocated (no `decode`) on a mixed instance
+ *   the inner policy picks (which then caches the prefix for the next ones).
  *   A fleet without mixed instances disaggregates everything (our engines run no whole request on a
  *   prefill-role instance); without prefill instances everything is colocated; a fleet with no roles at
  *   all is the inner policy alone (same instances, branch `colocated`).
@@ -96,7 +107,7 @@ const isPrefillCapable = (role: Role | undefined) => role !== 'decode';
  */
 export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
   readonly name = 'prefix-pd';
-  readonly branches = ['colocated', 'disaggregated'] as const;
+  readonly branches = ['colocated', 'disaggregated', 'prefill-overflow'] as const;
   readonly tree = new ClusterTree();
   private readonly options: Required<PrefixPdOptions>;
   private readonly costModel: CostModel;
@@ -106,6 +117,8 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
   private readonly pending = new Map<string, Pending>();
   /** Per instance: KV tokens of the requests decoding there (moved by this policy). */
   private readonly decodeKv: number[] = [];
+  /** Per instance: uncached prompt tokens routed there whose prefill has not ended (router's count). */
+  private readonly promptQueue: number[] = [];
   private lastDecode: InstanceId = -1;
   /** Costs of the last decode choice (tests, explanations). */
   lastDecodeCosts: readonly PrefixPdDecodeCost[] = [];
@@ -122,39 +135,46 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
     const prefill = active.filter((id) => this.role(id) === 'prefill');
     const mixed = active.filter((id) => this.role(id) === 'mixed');
     if (prefill.length === 0 && mixed.length === 0) throw new NoInstanceAvailableError();
-    const disaggregate =
-      prefill.length > 0 && (mixed.length === 0 || this.longUncachedPrefill(request.tokens, mixed));
-    const pool = disaggregate ? prefill : mixed;
+    let branch: 'colocated' | 'disaggregated' | 'prefill-overflow' = 'colocated';
+    if (prefill.length > 0) {
+      const uncached = mixed.length === 0 ? 0 : this.uncachedTokens(request.tokens, active);
+      if (mixed.length === 0) branch = 'disaggregated';
+      else if (
+        this.costModel.prefillTime(uncached, request.tokens.length - uncached) >
+        this.options.colocatedPrefillSeconds
+      )
+        branch =
+          Math.min(...prefill.map((id) => this.promptQueue[id] ?? 0)) + uncached >
+          this.options.prefillQueueTokens
+            ? 'prefill-overflow'
+            : 'disaggregated';
+    }
+    const pool = branch === 'disaggregated' ? prefill : mixed;
     const avoid = [...this.innerKnows].filter((id) => !pool.includes(id));
     const inner = this.inner.route(
       avoid.length === 0 ? request : { ...request, avoid: [...(request.avoid ?? []), ...avoid] },
       now,
     );
-    const base = {
-      instance: inner.instance,
-      matchedTokens: inner.matchedTokens,
-      costs: inner.costs,
-    };
-    return disaggregate
-      ? { ...base, branch: 'disaggregated', decode: 'at-kv-ready' }
-      : { ...base, branch: 'colocated' };
+    const base = { instance: inner.instance, branch, matchedTokens: inner.matchedTokens, costs: inner.costs };
+    return branch === 'disaggregated' ? { ...base, decode: 'at-kv-ready' } : base;
   }
 
-  /**
-   * The decider: the prompt's uncached part on the mixed instance that caches most of it (where it
-   * would run colocated) takes longer, alone, than `colocatedPrefillSeconds`.
-   */
-  private longUncachedPrefill(tokens: Tokens, mixed: readonly InstanceId[]): boolean {
+  /** The decider's measure: the prompt less its longest prefix cached on an active prefill-capable instance. */
+  private uncachedTokens(tokens: Tokens, active: readonly InstanceId[]): number {
     this.tree.match(tokens);
     let cached = 0;
-    for (const id of mixed) cached = Math.max(cached, this.tree.cachedOn(id));
-    return this.costModel.prefillTime(tokens.length - cached, cached) > this.options.colocatedPrefillSeconds;
+    for (const id of active)
+      if (this.role(id) !== 'decode') cached = Math.max(cached, this.tree.cachedOn(id));
+    return tokens.length - cached;
   }
 
   protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
     const leaf = this.tree.assign(request.tokens, decision.instance, now, false);
     this.tree.evictToCapacity(decision.instance);
+    const queued = Math.max(0, request.tokens.length - decision.matchedTokens);
+    this.promptQueue[decision.instance] = (this.promptQueue[decision.instance] ?? 0) + queued;
     this.pending.set(request.id, {
+      queued,
       tokens: request.tokens,
       outputTokens: Math.max(1, request.outputLenHint ?? this.options.defaultOutputTokens),
       innerOpen: true,
@@ -199,6 +219,7 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
     this.lastDecode = decode;
     this.moveRequest(id, decode, now);
     if (p !== undefined) {
+      this.prefillEnded(p);
       this.tree.releaseInflight(p.leaf, p.pinnedOn);
       p.leaf = this.tree.assign(p.tokens, decode, now, false);
       p.pinnedOn = decode;
@@ -228,7 +249,21 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
   }
 
   override requestFirstToken(id: string, now: number): void {
-    if (this.pending.get(id)?.innerOpen === true) this.inner.requestFirstToken(id, now);
+    const p = this.pending.get(id);
+    if (p === undefined) return;
+    this.prefillEnded(p);
+    if (p.innerOpen) this.inner.requestFirstToken(id, now);
+  }
+
+  /** Queued prompt tokens of an instance, as the router counts them (tests, metrics). */
+  promptQueueTokens(instance: InstanceId): number {
+    return this.promptQueue[instance] ?? 0;
+  }
+
+  private prefillEnded(p: Pending): void {
+    if (p.queued === 0) return;
+    this.promptQueue[p.pinnedOn] = (this.promptQueue[p.pinnedOn] ?? 0) - p.queued;
+    p.queued = 0;
   }
 
   protected override onReleased(
@@ -240,6 +275,7 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
     const p = this.pending.get(id);
     if (p === undefined) return;
     this.pending.delete(id);
+    this.prefillEnded(p);
     this.tree.releaseInflight(p.leaf, p.pinnedOn);
     if (p.kvOnDecode > 0) this.decodeKv[instance] = (this.decodeKv[instance] ?? 0) - p.kvOnDecode;
     if (!p.innerOpen) return;
