@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { costModelPreset } from '../../../src/core/cost-model/presets.ts';
+import { buildFleet } from '../../../src/core/fleet/fleet.ts';
+import { parseFleetConfig } from '../../../src/core/fleet/spec.ts';
 import { PrefixAwarePdPolicy, type PrefixPdOptions } from '../../../src/core/policies/disagg/prefix-aware.ts';
 import { LeastLoadPolicy } from '../../../src/core/policies/least-load.ts';
 import { createGlobalPolicy } from '../../../src/core/policies/registry.ts';
 import type { GlobalPolicy, Role } from '../../../src/core/types.ts';
+import { fleetRun, runSimulation } from '../../../src/sim/run.ts';
+import { createWorkload } from '../../../src/workloads/registry.ts';
 import { RecordingPolicy } from '../../helpers/recording-policy.ts';
 import { concat, seq, simpleCostModel } from '../../helpers/simple-cost-model.ts';
 import { signal } from './helpers.ts';
@@ -47,6 +52,23 @@ test('prefix-pd decider: a short uncached prefill runs colocated on a mixed inst
   // The threshold is an option: at 0.5 s the 300-token prompt runs colocated too.
   const lax = fleet(['prefill', 'decode', 'mixed'], { colocatedPrefillSeconds: 0.5 }).policy;
   assert.equal(lax.route({ id: 'e', tokens: seq(300, 1), arrival: 0 }, 0).branch, 'colocated');
+});
+
+test('prefix-pd decider: a prefix cached on a prefill instance counts; a full prefill queue overflows to the mixed instances', () => {
+  const { policy } = fleet(['prefill', 'decode', 'mixed'], { prefillQueueTokens: 250 });
+  // a: 200 uncached tokens (0.2 s), disaggregated; the prefill queue of 0 holds 200 tokens.
+  assert.equal(policy.route({ id: 'a', tokens: seq(200, 1), arrival: 0 }, 0).branch, 'disaggregated');
+  assert.equal(policy.promptQueueTokens(0), 200);
+  // b: a's 200 tokens (cached on the prefill instance) + 50: 50 uncached, colocated on the mixed one.
+  const b = policy.route({ id: 'b', tokens: concat(seq(200, 1), seq(50, 900)), arrival: 0 }, 0);
+  assert.deepEqual([b.instance, b.decode, b.branch], [2, undefined, 'colocated']);
+  // c: 200 new tokens, long, but 200 queued + 200 > 250: it overflows to the mixed instance.
+  const c = policy.route({ id: 'c', tokens: seq(200, 5000), arrival: 0 }, 0);
+  assert.deepEqual([c.instance, c.decode, c.branch], [2, undefined, 'prefill-overflow']);
+  // a's prefill ends: its tokens leave the queue, and the next long prompt is disaggregated again.
+  policy.requestFirstToken('a', 1);
+  assert.equal(policy.promptQueueTokens(0), 0);
+  assert.equal(policy.route({ id: 'd', tokens: seq(200, 8000), arrival: 1 }, 1).branch, 'disaggregated');
 });
 
 test('prefix-pd decider: without mixed instances everything is disaggregated, without prefill ones everything colocated', () => {
@@ -214,4 +236,37 @@ test('prefix-pd with a mixed instance: counts each request where it is and relea
     }),
     { numRuns: 60 },
   );
+});
+
+test('prefix-pd in the simulator on 1P1D1M: both kinds of request finish, and kvMoved counts only the uncached KV', () => {
+  const costModel = costModelPreset('mistral-7b-a6000');
+  const fleet = buildFleet(
+    parseFleetConfig({
+      instances: (['prefill', 'decode', 'mixed'] as const).map((role) => ({
+        role,
+        model: 'mistral-7b-a6000',
+      })),
+      nodeLink: 'pcie-host',
+    }),
+  );
+  const { report, result } = runSimulation({
+    policy: 'prefix-pd',
+    workload: 'toolbench',
+    rps: 6,
+    costModel,
+    seed: 1,
+    ...fleetRun(fleet),
+    requests: () => createWorkload('toolbench', { requests: 200, rps: 6, seed: 1 }),
+  });
+  assert.equal(report.completed, 200);
+  assert.ok((report.branches.colocated ?? 0) > 0 && (report.branches.disaggregated ?? 0) > 0);
+  const moved = result.records.filter((r) => r.movedKvTokens >= 0);
+  assert.equal(moved.length, report.kvMoved!.transfers);
+  for (const r of moved) {
+    assert.ok(r.movedKvTokens <= r.promptTokens);
+    assert.equal(r.movedKvBytes, r.movedKvTokens * costModel.kvBytesPerToken);
+  }
+  for (const r of result.records.filter((x) => x.decodeInstance < 0)) assert.equal(r.movedKvTokens, -1);
+  // Shared tool prompts: some of the KV was already on the decode instance.
+  assert.ok(report.kvMoved!.tokens < report.kvMoved!.kvTokens);
 });
