@@ -1,6 +1,7 @@
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet, type Fleet } from '../core/fleet/fleet.ts';
 import { parseFleetConfig } from '../core/fleet/spec.ts';
+import { prefixPdDefaults } from '../core/policies/disagg/prefix-aware.ts';
 import { fixed } from '../report/text-table.ts';
 import type { SimReport, SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
@@ -177,7 +178,7 @@ function decoderClaim(ps: readonly Point[]): Claim {
   if (both.length === 0) return notMeasured(claim, `${PD} and ${PD_MIXED}`);
   const parts = both.map((p) => {
     const m = p.by.get(PD_MIXED)!;
-    return `${where(p)}: ${pct(1 - disaggregatedShare(m))} colocated, ${gb(movedBytes(m))} moved vs ${gb(movedBytes(p.by.get(PD)!))} on 2P2D`;
+    return `${where(p)}: ${pct(1 - disaggregatedShare(m))} run colocated (decided or overflowed), ${gb(movedBytes(m))} moved vs ${gb(movedBytes(p.by.get(PD)!))} on 2P2D`;
   });
   return {
     ...claim,
@@ -191,7 +192,7 @@ function decoderClaim(ps: readonly Point[]): Claim {
 
 export const prefixDisagg: Experiment = {
   name: 'prefix-disagg',
-  defaultRequests: 1000,
+  defaultRequests: 3000,
   title:
     'Prefix-aware disaggregation (issue 10, item 9): prefix-pd vs colocated e2, distserve and splitwise on 4 A6000s, shared-prefix workloads',
   cells(options: ExperimentOptions): Cell[] {
@@ -262,7 +263,30 @@ export const prefixDisagg: Experiment = {
         );
       }
     }
-    lines.push('');
+    const costModel = costModelPreset(PREFIX_DISAGG_MODEL);
+    const context = 2000;
+    const step = (n: number) =>
+      costModel.iterationTime({
+        requests: n,
+        newTokens: n,
+        seqTokens: n * context,
+        newTimesSeq: n * context,
+      });
+    const extra = prefixPdDefaults.defaultOutputTokens * (step(11) - step(10));
+    const cachedSaving = (1000 * costModel.kvBytesPerToken) / prefixPdDefaults.linkBandwidth;
+    lines.push(
+      '',
+      "## The decode choice's trade-off on this model",
+      '',
+      `prefix-pd prices a decode candidate as the uncached KV's transfer plus the request's decode time in the`,
+      `candidate's batch. Here, 1,000 cached tokens save ${fixed(1000 * cachedSaving, 2)} ms of transfer (${costModel.kvBytesPerToken} bytes per`,
+      `token over ${prefixPdDefaults.linkBandwidth / 1e9} GB/s), while one more request in a decode batch (${context}-token contexts) costs`,
+      `${fixed(1000 * (step(11) - step(10)), 3)} ms per step, ${fixed(1000 * extra, 1)} ms over ${prefixPdDefaults.defaultOutputTokens} output tokens: the cache decides only between`,
+      'decode instances whose loads differ by less than one request, so on 2P2D prefix-pd can move about as',
+      "many bytes as distserve's least-loaded choice (`kv-bytes-vs-distserve` measures it). Fewer bytes come",
+      'from the decider (1P1D2M), which moves only the requests whose uncached prefill is long.',
+      '',
+    );
     return lines.join('\n');
   },
 };
