@@ -247,8 +247,9 @@ export const prefixDisagg: Experiment = {
       '## The mechanism, per workload and load',
       '',
       "KV moved: bytes over the link; cached at decode: share of the moved requests' KV the decode instance",
-      'already held (it did not move); disagg.: share of requests disaggregated; decode queue: mean seconds',
-      "from the KV's arrival to the decode instance's admission; hit: the engines' prefix cache hit rate.",
+      'already held (it did not move); disagg.: share of requests whose KV moved (a request of one output',
+      "token ends at its prefill and moves nothing); decode queue: mean seconds from the KV's arrival to the",
+      "decode instance's admission; hit: the engines' prefix cache hit rate.",
       '',
       '| workload | rps | series | KV moved | cached at decode | disagg. | decode queue s | hit | TTFT mean / p99 s | TPOT mean s | latency mean / p99 s |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
@@ -263,6 +264,19 @@ export const prefixDisagg: Experiment = {
         );
       }
     }
+    const decisions = ps.flatMap((p) => {
+      const r = p.by.get(PD_MIXED);
+      if (r === undefined) return [];
+      const b = r.branches;
+      return [
+        `${where(p)}: ${b.colocated ?? 0} colocated, ${b.disaggregated ?? 0} disaggregated, ${b['prefill-overflow'] ?? 0} overflowed`,
+      ];
+    });
+    if (decisions.length > 0)
+      lines.push(
+        '',
+        `${PD_MIXED}'s decisions (of ${ps[0]?.by.get(PD_MIXED)?.requests ?? 0} requests): ${decisions.join('; ')}.`,
+      );
     const costModel = costModelPreset(PREFIX_DISAGG_MODEL);
     const context = 2000;
     const step = (n: number) =>
