@@ -32,6 +32,12 @@ export interface SimRecord {
   transferStart: number;
   transferEnd: number;
   decodeStart: number;
+  /**
+   * Disaggregation: the KV tokens its transfer moved (the prompt's KV less the prefix the decode
+   * instance cached at the transfer's start) and their bytes; -1 without a transfer.
+   */
+  movedKvTokens: number;
+  movedKvBytes: number;
 }
 
 /**

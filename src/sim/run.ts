@@ -80,6 +80,16 @@ export interface SimReport {
    * availability on the decode instance (for layer-wise, the residue after the prefill).
    */
   readonly transfer?: PercentileSummary;
+  /**
+   * Only when some KV moved: over the transfers, the KV tokens of the prefill legs (`kvTokens`), the
+   * tokens that moved (the rest was cached on the decode instance) and their bytes.
+   */
+  readonly kvMoved?: {
+    readonly transfers: number;
+    readonly kvTokens: number;
+    readonly tokens: number;
+    readonly bytes: number;
+  };
   /** Only when some request was disaggregated: its journey, stage by stage (`journeyStages`). */
   readonly stages?: JourneyStages;
   /** Decisions per branch name the policy declares (only branches taken appear). */
@@ -169,9 +179,16 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
   let predicted = 0;
   let output = 0;
   const transfers: number[] = [];
+  const moved = { transfers: 0, kvTokens: 0, tokens: 0, bytes: 0 };
   const stages = journeyStages(records);
   for (const r of records) {
     if (r.transferEnd >= 0) transfers.push(r.transferEnd - r.transferStart);
+    if (r.movedKvTokens >= 0) {
+      moved.transfers++;
+      moved.kvTokens += r.promptTokens;
+      moved.tokens += r.movedKvTokens;
+      moved.bytes += r.movedKvBytes;
+    }
     branches[r.branch] = (branches[r.branch] ?? 0) + 1;
     prompt += r.promptTokens;
     predicted += r.predictedCachedTokens;
@@ -195,6 +212,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...fleetFigures(spec.fleet),
     queuePolicy,
     ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),
+    ...(moved.transfers === 0 ? {} : { kvMoved: moved }),
     ...(stages === undefined ? {} : { stages }),
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,

@@ -1,6 +1,12 @@
 import TinyQueue from 'tinyqueue';
 import type { CostModel } from '../core/cost-model/types.ts';
-import { kvArrival, type LinkPlacement, linkBetween, type TransferMode } from '../core/fleet/kv-link.ts';
+import {
+  kvArrival,
+  type LinkPlacement,
+  linkBetween,
+  type TransferMode,
+  tokensToMove,
+} from '../core/fleet/kv-link.ts';
 import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
 import type { GlobalPolicy, InstanceId, Role } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
@@ -221,6 +227,8 @@ export function simulate(options: SimulatorOptions): SimResult {
     const prefill = j.record.instance;
     const decode = j.decodeInstance!;
     const sender = fleet[prefill]!;
+    const cachedOnDecode = engines[decode]!.cachedPrefixTokens(j.request.tokens);
+    const kvBytesPerToken = sender.kvBytesPerToken ?? sender.costModel.kvBytesPerToken;
     const arrival = kvArrival({
       mode: j.mode,
       prefillEnd: j.record.prefillEnd,
@@ -228,14 +236,16 @@ export function simulate(options: SimulatorOptions): SimResult {
       kvTokens: kv.kvTokens,
       // Only what the decode instance lacks moves: the prompt prefix it caches now stays put (adopt
       // then pins it there and allocates the rest).
-      cachedOnDecode: engines[decode]!.cachedPrefixTokens(j.request.tokens),
-      kvBytesPerToken: sender.kvBytesPerToken ?? sender.costModel.kvBytesPerToken,
+      cachedOnDecode,
+      kvBytesPerToken,
       layers: sender.layers ?? 1,
       link: linkBetween(transfer!.placement, prefill, decode),
       pullAt: at,
     });
     // Layer-wise sends overlap the prefill: only the residue after it is the transfer's own time.
     j.record.transferStart = at;
+    j.record.movedKvTokens = tokensToMove(kv.kvTokens, cachedOnDecode);
+    j.record.movedKvBytes = j.record.movedKvTokens * kvBytesPerToken;
     queue.push({ time: arrival.availableAt, seq: seq++, kind: 'transfer-end', journey: j });
   };
 
@@ -403,6 +413,8 @@ export function simulate(options: SimulatorOptions): SimResult {
           transferStart: -1,
           transferEnd: -1,
           decodeStart: -1,
+          movedKvTokens: -1,
+          movedKvBytes: -1,
         };
         records.push(record);
         byId.set(r.id, record);

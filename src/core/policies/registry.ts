@@ -4,6 +4,7 @@ import type { GlobalPolicy } from '../types.ts';
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
 import { DistServePolicy, distServeDefaults } from './disagg/distserve.ts';
+import { PrefixAwarePdPolicy, prefixPdDefaults } from './disagg/prefix-aware.ts';
 import { SplitwisePolicy, splitwiseDefaults } from './disagg/splitwise.ts';
 import { E2_DEFAULTS } from './e2/options.ts';
 import { E2Policy } from './e2/policy.ts';
@@ -126,6 +127,19 @@ const DISAGGREGATED_POLICIES = {
     engineQueuePolicy: 'fcfs',
     engineChunkTokens: 2048,
     create: (o) => new SplitwisePolicy(o),
+  }),
+  'prefix-pd': entry({
+    summary:
+      'prefix-aware disaggregation: a colocated policy (prefillPolicy, E2) places prefills among the prefill and mixed instances; a request is disaggregated only when its uncached prefill takes over colocatedPrefillSeconds, its decode going to the decode instance with the least uncached-KV transfer plus decode time',
+    defaults: prefixPdDefaults,
+    create: (o, context): GlobalPolicy => {
+      if (!Object.hasOwn(POLICIES, o.prefillPolicy))
+        throw new Error(
+          `prefix-pd option 'prefillPolicy' must be a colocated policy (${globalPolicyNames.join(', ')}), got '${o.prefillPolicy}'`,
+        );
+      const inner: GlobalPolicy = createGlobalPolicy(o.prefillPolicy as string, context);
+      return new PrefixAwarePdPolicy({ ...o, costModel: context.costModel, inner });
+    },
   }),
 } as const;
 
