@@ -185,7 +185,9 @@ export class Engine {
       for (const r of this.byId.values()) if (!r.stopAfterPrefill) return false;
       return true;
     }
-    return this.waiting.length === 0 && this.heldCount === 0 && this.running.every((r) => r.phase === 'decode');
+    return (
+      this.waiting.length === 0 && this.heldCount === 0 && this.running.every((r) => r.phase === 'decode')
+    );
   }
 
   /**
@@ -196,7 +198,9 @@ export class Engine {
    */
   setRole(role: Role): void {
     if (!this.canTakeRole(role))
-      throw new Error(`engine: cannot become a ${role} engine while it holds work a ${role} engine cannot run`);
+      throw new Error(
+        `engine: cannot become a ${role} engine while it holds work a ${role} engine cannot run`,
+      );
     this.currentRole = role;
   }
 
