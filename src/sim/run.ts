@@ -120,7 +120,20 @@ export function resolveQueuePolicy(
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
   const queuePolicy = resolveQueuePolicy(spec.queuePolicy, spec.policy);
-  const chunkTokens = spec.chunkTokens ?? policyEntry(spec.policy).engineChunkTokens;
+  const entry = policyEntry(spec.policy);
+  const chunkTokens = spec.chunkTokens ?? entry.engineChunkTokens;
+  // The policy's prefill batch budget from each prefill instance's cost model (DistServe's L_m), where
+  // neither the run nor the instance sets one.
+  const prefillChunk = spec.chunkTokens === undefined ? entry.prefillChunkTokens : undefined;
+  const forPolicy = (instance: SimInstance): SimInstance =>
+    prefillChunk === undefined ||
+    instance.role !== 'prefill' ||
+    instance.engine?.chunkedPrefillTokens !== undefined
+      ? instance
+      : {
+          ...instance,
+          engine: { ...instance.engine, chunkedPrefillTokens: prefillChunk(instance.costModel) },
+        };
   const policy = createGlobalPolicy(
     spec.policy,
     { costModel: spec.costModel, seed: spec.seed },
@@ -130,13 +143,15 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     policy,
     instances: spec.instances,
     costModel: spec.costModel,
-    ...(spec.fleet === undefined ? {} : { fleet: simFleet(spec.fleet, spec.kvCapacityTokens) }),
+    ...(spec.fleet === undefined
+      ? {}
+      : { fleet: simFleet(spec.fleet, spec.kvCapacityTokens).map(forPolicy) }),
     ...(spec.kvTransfer === undefined ? {} : { kvTransfer: spec.kvTransfer }),
     ...(spec.fleetActions === undefined
       ? {}
       : {
           fleetActions: spec.fleetActions.map((a) =>
-            a.action === 'add' ? { ...a, spec: simInstance(a.spec, spec.kvCapacityTokens) } : a,
+            a.action === 'add' ? { ...a, spec: forPolicy(simInstance(a.spec, spec.kvCapacityTokens)) } : a,
           ),
         }),
     engine: {

@@ -1,3 +1,4 @@
+import { prefillSaturationTokens } from '../cost-model/prefill-saturation.ts';
 import type { CostModel } from '../cost-model/types.ts';
 import type { QueuePolicyName } from '../replica-queue/registry.ts';
 import type { GlobalPolicy } from '../types.ts';
@@ -38,6 +39,11 @@ export interface PolicyEntry<O extends object> {
   readonly engineQueuePolicy?: QueuePolicyName;
   /** The engines' prefill token budget per iteration when the run sets none (default: the engine's). */
   readonly engineChunkTokens?: number;
+  /**
+   * The prefill instances' token budget per iteration, from each one's cost model, when neither the run
+   * nor the instance sets one (over `engineChunkTokens`): DistServe's L_m.
+   */
+  readonly prefillChunkTokens?: (costModel: CostModel) => number;
 }
 
 /** Identity with inference: each row is type-checked against its own options. */
@@ -114,9 +120,10 @@ const POLICIES = {
 const DISAGGREGATED_POLICIES = {
   distserve: entry({
     summary:
-      'DistServe (OSDI 24): prefill on the prefill instance with the shortest prefill queue (FCFS), decode on the decode instance with the fewest requests, picked when the KV is ready',
+      'DistServe (OSDI 24): prefill on the prefill instance with the shortest prefill queue (FCFS, batches up to L_m tokens from the cost model), decode on the decode instance with the fewest requests, picked when the KV is ready',
     defaults: distServeDefaults,
     engineQueuePolicy: 'fcfs',
+    prefillChunkTokens: (costModel) => prefillSaturationTokens(costModel),
     create: (o) => new DistServePolicy(o),
   }),
   splitwise: entry({
