@@ -122,18 +122,15 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   const queuePolicy = resolveQueuePolicy(spec.queuePolicy, spec.policy);
   const entry = policyEntry(spec.policy);
   const chunkTokens = spec.chunkTokens ?? entry.engineChunkTokens;
-  // The policy's prefill batch budget from each prefill instance's cost model (DistServe's L_m), where
-  // neither the run nor the instance sets one.
-  const prefillChunk = spec.chunkTokens === undefined ? entry.prefillChunkTokens : undefined;
+  // The policy's prefill batching from each prefill instance's cost model (DistServe's L_m), where
+  // neither the run nor the instance sets a chunk budget.
+  const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;
   const forPolicy = (instance: SimInstance): SimInstance =>
-    prefillChunk === undefined ||
+    batching === undefined ||
     instance.role !== 'prefill' ||
     instance.engine?.chunkedPrefillTokens !== undefined
       ? instance
-      : {
-          ...instance,
-          engine: { ...instance.engine, chunkedPrefillTokens: prefillChunk(instance.costModel) },
-        };
+      : { ...instance, engine: { ...instance.engine, ...batching(instance.costModel) } };
   const policy = createGlobalPolicy(
     spec.policy,
     { costModel: spec.costModel, seed: spec.seed },

@@ -35,6 +35,9 @@ test('L_m on the presets: from a few tokens on a CPU to ~1,750 on a 70B model', 
 test("distserve's prefill instances batch up to L_m of their own cost model", () => {
   const entry = policyEntry('distserve');
   const model = costModelPreset('roofline:llama2-13b@a100');
-  assert.equal(entry.prefillChunkTokens?.(model), prefillSaturationTokens(model));
-  assert.equal(policyEntry('splitwise').prefillChunkTokens, undefined);
+  assert.deepEqual(entry.prefillBatching?.(model), {
+    chunkedPrefillTokens: prefillSaturationTokens(model),
+    enableChunking: false,
+  });
+  assert.equal(policyEntry('splitwise').prefillBatching, undefined);
 });

@@ -20,10 +20,12 @@ export const distServeDefaults: Required<DistServeOptions> = {};
  * registry's `engineQueuePolicy`), their batches filled up to L_m tokens, the prompt-token count past
  * which a prefill is compute bound and batching more stops paying, derived from each prefill
  * instance's cost model (`prefillSaturationTokens`: the shortest prefill whose time per token is within
- * 5% of the lowest; the registry's `prefillChunkTokens`; `--chunk` or an instance's `chunkTokens`
- * overrides it). DistServe runs a prompt longer than L_m alone; our engines chunk it at L_m instead,
- * and as running prefills go first, each of its chunks fills the iteration's budget alone: it runs
- * alone but for its last chunk, which may share the iteration with the next prompts. Left for later:
+ * 5% of the lowest; the registry's `prefillBatching`; `--chunk` or an instance's `chunkTokens`
+ * overrides it, chunked as usual). The prefill engines do not chunk: prompts join a batch in FCFS
+ * order while its total is below L_m, and the one that crosses it runs whole, last in the batch; so a
+ * prompt longer than L_m runs alone when it heads the queue (DistServe), but rides with the shorter
+ * prompts before it otherwise (ours: the engine's admission stops at the budget, not before a long
+ * prompt). Left for later:
  * DistServe's placement search (how many prefill and decode instances, which parallelism), decode
  * instances' batch cap (its L_m for decode: the largest batch) and the pull of KV by the decode instance
  * as its memory frees (the simulator's `pull` transfer mode approximates it).
