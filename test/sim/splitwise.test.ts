@@ -59,9 +59,14 @@ test('splitwise P+D+M by hand: serialized KV below 512 prompt tokens, layer-wise
   for (const r of result.records) assert.ok(r.finish > r.firstToken, `${r.id} finished`);
 });
 
-const runMixedFleet = (mode: TransferMode, policy: RecordingPolicy) => {
+/** `roles` (by default P, P, D, D, M) under `requests` (by default 80 video-qa ones), engines checked at every iteration. */
+const runMixedFleet = (
+  mode: TransferMode,
+  policy: RecordingPolicy,
+  roles: Role[] = ['prefill', 'prefill', 'decode', 'decode', 'mixed'],
+  requests: Iterable<WorkloadRequest> = createWorkload('video-qa', { requests: 80, rps: 8, seed: 5 }),
+) => {
   const costModel = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
-  const roles: Role[] = ['prefill', 'prefill', 'decode', 'decode', 'mixed'];
   const fleet: SimInstance[] = roles.map((role) => ({ costModel, role, layers: 32 }));
   const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
   return simulate({
@@ -71,7 +76,8 @@ const runMixedFleet = (mode: TransferMode, policy: RecordingPolicy) => {
     fleet,
     engine: { queuePolicy: 'fcfs', chunkedPrefillTokens: 2048 },
     kvTransfer: { placement: placement(link), mode },
-    requests: createWorkload('video-qa', { requests: 80, rps: 8, seed: 5 }),
+    requests,
+    onIteration: (_i, _it, engine) => engine.checkInvariants(),
   });
 };
 
@@ -111,10 +117,6 @@ test('splitwise on P, P, D, D, M: the contract feedback in order, both pools use
 
 test('splitwise on P, P, D, D (no mixed pool): a burst past the prompt threshold borrows a token machine, runs colocated work there and gives it back when it drains; deterministic', () => {
   const run = () => {
-    const costModel = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
-    const roles: Role[] = ['prefill', 'prefill', 'decode', 'decode'];
-    const fleet: SimInstance[] = roles.map((role) => ({ costModel, role, layers: 32 }));
-    const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
     const inner = createGlobalPolicy(
       'splitwise',
       { costModel: simpleCostModel() },
@@ -138,16 +140,7 @@ test('splitwise on P, P, D, D (no mixed pool): a burst past the prompt threshold
         outputTokens: 5,
       })),
     ];
-    const result = simulate({
-      policy,
-      instances: fleet.length,
-      costModel,
-      fleet,
-      engine: { queuePolicy: 'fcfs', chunkedPrefillTokens: 2048 },
-      kvTransfer: { placement: placement(link), mode: 'serialized' },
-      requests,
-      onIteration: (_i, _it, engine) => engine.checkInvariants(),
-    });
+    const result = runMixedFleet('serialized', policy, ['prefill', 'prefill', 'decode', 'decode'], requests);
     return { result, policy, inner };
   };
   const { result, policy, inner } = run();
