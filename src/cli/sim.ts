@@ -21,6 +21,7 @@ interface SimFlags {
   chunk?: number;
   kvTokens?: number;
   fleet?: string;
+  fleetAction: string[];
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
@@ -42,6 +43,12 @@ export function registerSim(program: Command): void {
       '--rps <r>',
       'arrival rate in requests/s, or a comma list for a sweep (traces are re-timed to it)',
       '8',
+    )
+    .option(
+      '--fleet-action <action>',
+      'a fleet change at run time: at=SECONDS with add=COUNTS (1P, 2D: --fleet shorthand), drain=ID, remove=ID or role=ID:ROLE, e.g. at=60,add=1P (repeatable; docs/fleets.md)',
+      collect,
+      [],
     )
     .option('--requests <n>', 'requests per run', positiveInt, 2000)
     .option('--policy <list>', "global policy, a comma list, or 'all' (listed below)", 'e2')
@@ -137,6 +144,12 @@ async function sim(flags: SimFlags): Promise<void> {
     flags.fleet === undefined
       ? undefined
       : (await import('./fleet-file.ts')).fleetFromFlag(flags.fleet, flags.model);
+  const fleetActions =
+    flags.fleetAction.length === 0
+      ? undefined
+      : await import('./fleet-action.ts').then(({ parseFleetAction }) =>
+          flags.fleetAction.flatMap((value) => parseFleetAction(value, flags.model)),
+        );
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
     const options = policyOptions.get(policy);
     return {
@@ -145,6 +158,7 @@ async function sim(flags: SimFlags): Promise<void> {
       workload: flags.workload,
       instances: flags.instances,
       ...(fleet === undefined ? {} : fleetRun(fleet, flags.kvTokens)),
+      ...(fleetActions === undefined ? {} : { fleetActions }),
       rps,
       costModel,
       requests,

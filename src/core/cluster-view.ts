@@ -1,4 +1,4 @@
-import type { InstanceId, InstanceInfo, InstanceLoadSignal } from './types.ts';
+import type { InstanceId, InstanceInfo, InstanceLoadSignal, Role } from './types.ts';
 
 /** Raised by `route` when no instance can take a request (none added, or all draining). */
 export class NoInstanceAvailableError extends Error {
@@ -51,6 +51,12 @@ export class ClusterView {
       };
     }
     this.refreshActive();
+  }
+
+  /** A present instance's role changed (a fleet action): it stays active or draining as it was. */
+  setRole(id: InstanceId, role: Role): void {
+    const s = this.state(id);
+    if (s !== undefined) s.info = { ...s.info, role };
   }
 
   drain(id: InstanceId): void {

@@ -94,6 +94,17 @@ export interface InstanceInfo {
   readonly role?: Role;
 }
 
+/**
+ * A change to the fleet that a policy asks for (`GlobalPolicy.fleetRequests`; Splitwise borrows a
+ * prompt or token machine into its mixed pool and gives it back). The simulator applies it at once, as
+ * it applies a scheduled fleet action (docs/fleets.md): `drain` stops new work, in-flight work finishes;
+ * `remove` drains, then removes the instance once it is idle; `role` changes what the instance runs.
+ * Adding an instance needs its hardware, which a policy does not know: only a fleet action adds.
+ */
+export type FleetRequest =
+  | { readonly action: 'drain' | 'remove'; readonly instance: InstanceId }
+  | { readonly action: 'role'; readonly instance: InstanceId; readonly role: Role };
+
 /** Load signals polled from an instance (engine /metrics or the simulator), for load-based policies. */
 export interface InstanceLoadSignal {
   readonly running: number;
@@ -152,6 +163,18 @@ export interface GlobalPolicy {
   instanceDrained(instance: InstanceId, now: number): void;
   /** The instance left (removed or failed): its cached prefixes are forgotten. */
   instanceRemoved(instance: InstanceId, now: number): void;
+  /**
+   * The instance's role changed at run time (a fleet action, or the policy's own request): from now on
+   * it takes work of `role`; work it already has of its old role finishes there. BasePolicy records it
+   * in the ClusterView (`InstanceInfo.role`).
+   */
+  instanceRoleChanged?(instance: InstanceId, role: Role, now: number): void;
+  /**
+   * Fleet changes the policy asks for, taken (the list is emptied) by the caller right after each
+   * `route` and after every event it delivers; the caller applies them and reports them back through the
+   * usual calls (`instanceRoleChanged`, `instanceDrained`, `instanceEvicted`, `instanceRemoved`).
+   */
+  fleetRequests?(now: number): readonly FleetRequest[];
   /** Fresh load signals for one instance (polled metrics). Policies that do not need them ignore it. */
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
   /** Periodic background work: window expiry, rebalancing, prefix replication. */

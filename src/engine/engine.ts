@@ -131,7 +131,7 @@ export class Engine {
   readonly enableChunking: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
-  readonly role: Role;
+  private currentRole: Role;
 
   private readonly cache = new PrefixCache();
   private readonly byId = new Map<string, RequestState>();
@@ -165,7 +165,43 @@ export class Engine {
     this.enableChunking = o.enableChunking;
     this.minEvictionTokens = o.minEvictionTokens;
     this.exclusivePrefixes = o.exclusivePrefixes;
-    this.role = o.role;
+    this.currentRole = o.role;
+  }
+
+  /** What this engine runs now (a fleet action may change it: `setRole`). */
+  get role(): Role {
+    return this.currentRole;
+  }
+
+  /**
+   * Whether the engine holds nothing `role` cannot run, so `setRole(role)` would succeed: always for
+   * `mixed` (it runs both legs and whole requests); for `prefill`, only prefill legs (waiting, running or
+   * holding their KV); for `decode`, no prefill (nothing waiting, every running request decoding, no
+   * held KV).
+   */
+  canTakeRole(role: Role): boolean {
+    if (role === 'mixed') return true;
+    if (role === 'prefill') {
+      for (const r of this.byId.values()) if (!r.stopAfterPrefill) return false;
+      return true;
+    }
+    return (
+      this.waiting.length === 0 && this.heldCount === 0 && this.running.every((r) => r.phase === 'decode')
+    );
+  }
+
+  /**
+   * Change the role at run time (a fleet's role change: Splitwise borrows a prompt or token machine
+   * into the mixed pool and gives it back). Throws when the engine holds work the new role cannot run
+   * (`canTakeRole`); the simulator first moves such an engine to `mixed`, which runs everything, and
+   * settles it on the new role once that work is gone. The prefix cache stays.
+   */
+  setRole(role: Role): void {
+    if (!this.canTakeRole(role))
+      throw new Error(
+        `engine: cannot become a ${role} engine while it holds work a ${role} engine cannot run`,
+      );
+    this.currentRole = role;
   }
 
   /**
@@ -270,6 +306,16 @@ export class Engine {
       throw new Error(`engine: request '${id}' holds no KV to release (it is ${r.phase})`);
     this.drop(r);
     return true;
+  }
+
+  /**
+   * Evict every cached prefix no request pins (an instance leaving the fleet), reported as `step`
+   * reports evictions. Pinned prefixes (running, adopted or held requests) stay.
+   */
+  evictAll(): EngineEviction[] {
+    const out: EngineEviction[] = [];
+    this.cache.evict(this.cache.evictableTokens, out);
+    return out;
   }
 
   /** Something can run: running requests, or waiting ones unless held KV stalls them. */

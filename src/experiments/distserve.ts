@@ -1,3 +1,4 @@
+import { prefillSaturationTokens } from '../core/cost-model/prefill-saturation.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet, type Fleet } from '../core/fleet/fleet.ts';
 import type { LinkClass } from '../core/fleet/kv-link.ts';
@@ -249,7 +250,9 @@ export const distserve: Experiment = {
       `13B chatbot; Figure 1's own SLO lines are not in the paper's text), target ${pct(DISTSERVE_TARGET, 0)} of requests meeting both.`,
       'Colocated: 3 mixed instances (SGLang-style `lpm` queue, chunked prefill of 512 tokens, the engine defaults).',
       'Disaggregated: 2 prefill + 1 decode instances, `distserve` (shortest prefill queue, least-loaded decode, `fcfs`',
-      'engines), pull transfers; NVLink = one 8-GPU node, 25 Gbps = one GPU per node over `ethernet-25g`.',
+      `engines, prefill batches up to L_m = ${prefillSaturationTokens(costModelPreset(DISTSERVE_MODEL))} tokens, the cost model's shortest prefill within 5% of its lowest time per`,
+      'token; a longer prompt runs whole and alone, as every 512-token prompt here), pull transfers; NVLink = one',
+      '8-GPU node, 25 Gbps = one GPU per node over `ethernet-25g`.',
       '',
       `## Goodput (highest rate with >= ${pct(DISTSERVE_TARGET, 0)} meeting both SLOs, by bisection)`,
       '',

@@ -8,7 +8,14 @@ import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
 import { journeyMarks, type SimRecord } from './record.ts';
-import { type KvTransferSetup, type SimInstance, type SimResult, simulate } from './simulator.ts';
+import {
+  type FleetAction,
+  type FleetLogEntry,
+  type KvTransferSetup,
+  type SimInstance,
+  type SimResult,
+  simulate,
+} from './simulator.ts';
 
 /** One simulation: which policy, on which cluster, under which stream. */
 export interface SimSpec {
@@ -26,6 +33,11 @@ export interface SimSpec {
   /** A fleet with prefill and decode instances: its links and transfer mode (the `Fleet` itself does). */
   readonly kvTransfer?: KvTransferSetup;
   readonly kvCapacityTokens?: number;
+  /**
+   * Fleet changes at run time (docs/fleets.md, "Fleet actions"): `add` takes an instance spec as
+   * `--fleet` gives them; the others as the simulator's `FleetAction`.
+   */
+  readonly fleetActions?: readonly SimFleetAction[];
   /** A fresh copy of the request stream (every policy must see the identical one). */
   readonly requests: () => Iterable<WorkloadRequest>;
   readonly seed: number;
@@ -54,6 +66,11 @@ export interface PercentileSummary {
   readonly p90: number;
   readonly p99: number;
 }
+
+/** A fleet change at run time: the simulator's `FleetAction`, with an added instance as a fleet spec. */
+export type SimFleetAction =
+  | { readonly at: number; readonly action: 'add'; readonly spec: FleetInstance }
+  | Exclude<FleetAction, { readonly action: 'add' }>;
 
 /** The `preble sim --json` object for one policy (docs/design.md), plus diagnostics. */
 export interface SimReport {
@@ -92,6 +109,8 @@ export interface SimReport {
   };
   /** Only when some request was disaggregated: its journey, stage by stage (`journeyStages`). */
   readonly stages?: JourneyStages;
+  /** Only when the fleet changed during the run (fleet actions, policy requests): what changed, when. */
+  readonly fleetLog?: readonly FleetLogEntry[];
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -111,7 +130,17 @@ export function resolveQueuePolicy(
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
   const queuePolicy = resolveQueuePolicy(spec.queuePolicy, spec.policy);
-  const chunkTokens = spec.chunkTokens ?? policyEntry(spec.policy).engineChunkTokens;
+  const entry = policyEntry(spec.policy);
+  const chunkTokens = spec.chunkTokens ?? entry.engineChunkTokens;
+  // The policy's prefill batching from each prefill instance's cost model (DistServe's L_m), where
+  // neither the run nor the instance sets a chunk budget.
+  const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;
+  const forPolicy = (instance: SimInstance): SimInstance =>
+    batching === undefined ||
+    instance.role !== 'prefill' ||
+    instance.engine?.chunkedPrefillTokens !== undefined
+      ? instance
+      : { ...instance, engine: { ...instance.engine, ...batching(instance.costModel) } };
   const policy = createGlobalPolicy(
     spec.policy,
     { costModel: spec.costModel, seed: spec.seed },
@@ -121,8 +150,17 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     policy,
     instances: spec.instances,
     costModel: spec.costModel,
-    ...(spec.fleet === undefined ? {} : { fleet: simFleet(spec.fleet, spec.kvCapacityTokens) }),
+    ...(spec.fleet === undefined
+      ? {}
+      : { fleet: simFleet(spec.fleet, spec.kvCapacityTokens).map(forPolicy) }),
     ...(spec.kvTransfer === undefined ? {} : { kvTransfer: spec.kvTransfer }),
+    ...(spec.fleetActions === undefined
+      ? {}
+      : {
+          fleetActions: spec.fleetActions.map((a) =>
+            a.action === 'add' ? { ...a, spec: forPolicy(simInstance(a.spec, spec.kvCapacityTokens)) } : a,
+          ),
+        }),
     engine: {
       queuePolicy,
       ...(chunkTokens === undefined ? {} : { chunkedPrefillTokens: chunkTokens }),
@@ -144,18 +182,24 @@ export function fleetRun(
   fleet: Fleet,
   kvCapacityTokens?: number,
 ): Pick<SimSpec, 'instances' | 'fleet' | 'kvTransfer' | 'kvCapacityTokens'> {
-  const disaggregated = fleet.instances.some((instance) => instance.role !== 'mixed');
+  // Every fleet carries its links: a colocated run ignores them, and a fleet action may add a prefill
+  // or decode instance or turn a mixed one into either.
   return {
     instances: fleet.instances.length,
     fleet: fleet.instances,
-    ...(disaggregated ? { kvTransfer: { placement: fleet, mode: fleet.transferMode } } : {}),
+    kvTransfer: { placement: fleet, mode: fleet.transferMode },
     ...(kvCapacityTokens === undefined ? {} : { kvCapacityTokens }),
   };
 }
 
 /** Each fleet instance as the simulator runs it: its own preset and engine settings. */
 function simFleet(fleet: readonly FleetInstance[], kvCapacityTokens: number | undefined): SimInstance[] {
-  return fleet.map((instance) => ({
+  return fleet.map((instance) => simInstance(instance, kvCapacityTokens));
+}
+
+/** One fleet instance as the simulator runs it. */
+function simInstance(instance: FleetInstance, kvCapacityTokens: number | undefined): SimInstance {
+  return {
     role: instance.role,
     costModel: costModelPreset(
       instance.costModel,
@@ -168,7 +212,7 @@ function simFleet(fleet: readonly FleetInstance[], kvCapacityTokens: number | un
     },
     kvBytesPerToken: instance.kvBytesPerToken,
     layers: instance.layers,
-  }));
+  };
 }
 
 function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult): SimReport {
@@ -214,6 +258,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),
     ...(moved.transfers === 0 ? {} : { kvMoved: moved }),
     ...(stages === undefined ? {} : { stages }),
+    ...(result.fleetLog.length === 0 ? {} : { fleetLog: result.fleetLog }),
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,
     meanOutputTokens: records.length > 0 ? output / records.length : 0,

@@ -8,7 +8,7 @@ import {
   tokensToMove,
 } from '../core/fleet/kv-link.ts';
 import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
-import type { GlobalPolicy, InstanceId, Role } from '../core/types.ts';
+import type { FleetRequest, GlobalPolicy, InstanceId, Role } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
 import type {
   EngineFinish,
@@ -43,6 +43,30 @@ export interface KvTransferSetup {
   readonly mode: TransferMode;
 }
 
+/**
+ * A change to the fleet at run time (docs/fleets.md, "Fleet actions"), at `at` seconds on the
+ * simulator's clock: `add` builds an engine from `spec` (the next id); `drain`, `remove` and `role`
+ * as the policy's `FleetRequest`s.
+ */
+export type FleetAction =
+  | { readonly at: number; readonly action: 'add'; readonly spec: SimInstance }
+  | (FleetRequest & { readonly at: number });
+
+/** What happened to the fleet during a run, in order (`SimResult.fleetLog`). */
+export interface FleetLogEntry {
+  readonly at: number;
+  readonly instance: InstanceId;
+  /**
+   * `added`; `draining` (no new work); `drained` (a draining instance became idle); `removed`; `role`
+   * (the policy told of the new role; the engine runs it, or `mixed` until it can); `role-settled` (the
+   * engine runs the new role).
+   */
+  readonly event: 'added' | 'draining' | 'drained' | 'removed' | 'role' | 'role-settled';
+  readonly role?: Role;
+  /** Who asked: a scheduled fleet action or the policy (`fleetRequests`). */
+  readonly by: 'action' | 'policy';
+}
+
 /** The one line a colocated policy gets on a fleet with prefill and decode instances. */
 export function colocatedOnDisaggregatedFleet(policy: string): string {
   return `policy ${policy} places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: ${disaggregatedPolicyNames.join(', ')}`;
@@ -61,6 +85,8 @@ export interface SimulatorOptions {
   readonly requests: Iterable<WorkloadRequest>;
   /** The links and transfer mode of a fleet with prefill and decode instances (required with one). */
   readonly kvTransfer?: KvTransferSetup;
+  /** Fleet changes at run time (add, drain, remove, role change), applied as events at their `at`. */
+  readonly fleetActions?: readonly FleetAction[];
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickInterval?: number;
   /** Tell the policy that cached prefixes serve one request at a time (llama.cpp slots; InstanceInfo). */
@@ -84,8 +110,10 @@ export interface SimResult {
   /** Events processed (arrivals, iteration ends, ticks, polls). */
   readonly events: number;
   readonly iterations: number;
-  /** Each engine's counters at the end (preemptions, prompt and cached tokens, ...). */
+  /** Each engine's counters at the end (preemptions, prompt and cached tokens, ...), added ones too. */
   readonly engines: EngineSnapshot[];
+  /** The fleet's changes (fleet actions and policy requests), in order; empty without any. */
+  readonly fleetLog: FleetLogEntry[];
 }
 
 type SimEvent =
@@ -107,6 +135,12 @@ type SimEvent =
       readonly kind: 'transfer-end';
       readonly journey: Journey;
     }
+  | {
+      readonly time: number;
+      readonly seq: number;
+      readonly kind: 'fleet';
+      readonly action: FleetAction;
+    }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
 
@@ -122,33 +156,66 @@ interface Journey {
   decodeInstance?: InstanceId;
 }
 
+/** Where an instance stands in the fleet: `draining` takes no new work; `removed` left. */
+type Standing = 'active' | 'draining' | 'removed';
+
 /**
  * A discrete-event cluster simulation: N engines (src/engine) under one global policy, on a virtual
  * clock. The policy sees exactly the feedback a gateway gives it: requests starting, first tokens,
  * finishes with the engine's token counts, evictions, periodic ticks and polled load signals.
  * Deterministic: events at equal times run in the order they were scheduled.
+ *
+ * Fleet actions (`fleetActions`, and the policy's `fleetRequests`, taken after each route and each
+ * event): `add` builds an engine from its spec with the next id and tells the policy
+ * (`instanceAdded`); `drain` tells the policy (`instanceDrained`: the instance leaves `active`) and the
+ * instance's in-flight work, decode legs already bound to it included, finishes there; `remove` drains,
+ * and once the instance is idle (no work, no held KV, no KV bound for it) reports its cache's prefixes
+ * as evictions (`instanceEvicted`) and tells `instanceRemoved`; `role` tells the policy at once
+ * (`instanceRoleChanged`: new work of the new role goes there from now on) and the engine takes the role
+ * when it holds nothing the role cannot run; until then it runs as `mixed`, which runs every leg, so
+ * the work of the old role finishes where it is (a decode instance turned prefill finishes its decodes
+ * while it starts prefills). An added instance sits on a node of its own (KV to it crosses the network).
  */
 export function simulate(options: SimulatorOptions): SimResult {
   const { policy } = options;
   const tickInterval = options.tickInterval ?? 1;
   const signalInterval = options.signalInterval ?? 0.1;
-  const fleet: readonly SimInstance[] =
-    options.fleet ??
-    Array.from({ length: options.instances }, () => ({
-      costModel: options.costModel,
-      role: 'mixed' as const,
-    }));
-  const disaggregated = fleet.some((instance) => instance.role !== 'mixed');
-  if (disaggregated) {
+  const fleet: SimInstance[] = [
+    ...(options.fleet ??
+      Array.from({ length: options.instances }, () => ({
+        costModel: options.costModel,
+        role: 'mixed' as const,
+      }))),
+  ];
+  const initialCount = fleet.length;
+  /** Each instance's role as the policy knows it (its engine may still run `mixed` on the way). */
+  const roles: Role[] = fleet.map((instance) => instance.role);
+  const standing: Standing[] = fleet.map(() => 'active');
+  let disaggregated = false;
+  const transfer = options.kvTransfer;
+  /** A fleet with a prefill or decode instance needs a disaggregated policy and KV links. */
+  const checkRole = (role: Role) => {
+    if (role === 'mixed' || disaggregated) return;
     if (policy.routeDecode === undefined && policy.kvReady === undefined)
       throw new Error(colocatedOnDisaggregatedFleet(policy.name));
-    if (options.kvTransfer === undefined)
+    if (transfer === undefined)
       throw new Error(
         'a fleet with prefill and decode instances needs kvTransfer (its links and transfer mode)',
       );
-  }
+    disaggregated = true;
+  };
+  for (const role of roles) checkRole(role);
+  // An added instance is on a node of its own: KV to or from it crosses the network.
+  const placement: LinkPlacement | undefined =
+    transfer === undefined
+      ? undefined
+      : {
+          ...transfer.placement,
+          nodeOf: (id) => (id < initialCount ? transfer.placement.nodeOf(id) : -1 - id),
+        };
   const engines: Engine[] = [];
-  for (const [i, instance] of fleet.entries()) {
+  const buildEngine = (instance: SimInstance, now: number): InstanceId => {
+    const i = engines.length;
     const role = instance.role === 'mixed' ? {} : { role: instance.role };
     engines.push(
       new Engine({ ...options.engine, ...instance.engine, costModel: instance.costModel, ...role }),
@@ -160,13 +227,16 @@ export function simulate(options: SimulatorOptions): SimResult {
         ...(options.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
         ...role,
       },
-      0,
+      now,
     );
-  }
+    return i;
+  };
+  for (const instance of fleet) buildEngine(instance, 0);
   const busy = new Array<number>(fleet.length).fill(0);
   const queue = new TinyQueue<SimEvent>([], (a, b) => a.time - b.time || a.seq - b.seq);
   const records: SimRecord[] = [];
   const byId = new Map<string, SimRecord>();
+  const fleetLog: FleetLogEntry[] = [];
   let seq = 0;
   let events = 0;
   let iterations = 0;
@@ -197,11 +267,18 @@ export function simulate(options: SimulatorOptions): SimResult {
   };
 
   // Disaggregation (none of it runs for a colocated fleet): requests between route and finish, KV
-  // waiting for a pull, per decode instance, and the KV tokens in transit to each instance.
+  // waiting for a pull, per decode instance, the KV tokens in transit to each instance, and the
+  // journeys whose decode leg is bound for each instance and not yet adopted there.
   const journeys = new Map<string, Journey>();
   const pulls: Journey[][] = fleet.map(() => []);
   const incoming = new Array<number>(fleet.length).fill(0);
-  const transfer = options.kvTransfer;
+  const bound = new Array<number>(fleet.length).fill(0);
+  // Fleet actions: a role an engine takes once it can, and removals waiting for the instance to idle.
+  const pendingRole: ({ role: Role; by: 'action' | 'policy' } | undefined)[] = fleet.map(() => undefined);
+  const pendingRemove: ('action' | 'policy' | undefined)[] = fleet.map(() => undefined);
+  /** A draining instance became idle (logged once). */
+  const drained: boolean[] = fleet.map(() => false);
+  const drainedBy: ('action' | 'policy' | undefined)[] = fleet.map(() => undefined);
 
   const finishRecord = (f: EngineFinish, end: number, cachedTokens: number) => {
     const r = byId.get(f.id);
@@ -239,7 +316,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       cachedOnDecode,
       kvBytesPerToken,
       layers: sender.layers ?? 1,
-      link: linkBetween(transfer!.placement, prefill, decode),
+      link: linkBetween(placement!, prefill, decode),
       pullAt: at,
     });
     // Layer-wise sends overlap the prefill: only the residue after it is the transfer's own time.
@@ -267,6 +344,16 @@ export function simulate(options: SimulatorOptions): SimResult {
     }
   };
 
+  /** The policy placed a leg of `id` on `instance`, which must be present and have `roleWanted`. */
+  const checkPlacement = (leg: 'prefill' | 'decode', id: string, instance: InstanceId, ok: boolean) => {
+    const role = roles[instance];
+    const off = role === undefined || standing[instance] === 'removed' || !ok;
+    if (off)
+      throw new Error(
+        `policy ${policy.name} sent the ${leg} of '${id}' to instance ${instance}, ${role === undefined ? 'which does not exist' : standing[instance] === 'removed' ? 'which was removed' : `a ${role} instance`}`,
+      );
+  };
+
   /** A prefill leg ended on `prefill`: tell the policy, pick the decode instance, move the KV. */
   const kvReady = (prefill: InstanceId, kv: EngineKvReady, end: number) => {
     const j = journeys.get(kv.id)!;
@@ -278,12 +365,9 @@ export function simulate(options: SimulatorOptions): SimResult {
           `policy ${policy.name} routed '${kv.id}' with decode 'at-kv-ready' but has no routeDecode`,
         );
       decode = policy.routeDecode(kv.id, prefill, kv.kvTokens, end);
+      checkPlacement('decode', kv.id, decode, roles[decode] === 'decode' || roles[decode] === 'mixed');
+      bound[decode]!++;
     } else decode = j.decode;
-    const role = fleet[decode]?.role;
-    if (role !== 'decode' && role !== 'mixed')
-      throw new Error(
-        `policy ${policy.name} sent the decode of '${kv.id}' to instance ${decode}, ${role === undefined ? 'which does not exist' : `a ${role} instance`}`,
-      );
     j.kv = kv;
     j.decodeInstance = decode;
     j.record.prefillEnd = end;
@@ -294,67 +378,160 @@ export function simulate(options: SimulatorOptions): SimResult {
     } else startTransfer(j, end);
   };
 
-  /** The instance's runner: the policy's feedback, plus this run's records and counters. */
+  /** The request's decode leg runs on `instance` (adopted there): its events are the decode side's. */
+  const adoptedHere = (id: string, instance: InstanceId): Journey | undefined => {
+    const j = journeys.get(id);
+    return j !== undefined && j.decodeInstance === instance && j.record.transferEnd >= 0 ? j : undefined;
+  };
+
+  /**
+   * The instance's runner: the policy's feedback (policyFeedback, as a gateway gives it), plus this
+   * run's records and counters. An adopted request's admission sets its `decodeStart` and is no
+   * `requestStarted` (its queueing ended at its prefill); its finish reports the prefill leg's cache
+   * hit (the decode engine counts the whole prompt as cached). Iteration ends retry waiting pulls and
+   * settle pending fleet actions.
+   */
   const runnerFor = (instance: InstanceId): InstanceRunner => {
     const feedback = policyFeedback(policy, instance);
     const engine = engines[instance]!;
-    if (fleet[instance]!.role === 'decode') return decodeRunner(instance, engine);
     return new InstanceRunner(engine, clock, {
       began(iteration, start) {
         iterations++;
         busy[instance]! += iteration.duration;
+        let adopted = 0;
         // Queueing ends when the iteration that admits a request begins.
         for (const s of iteration.events.started) {
           const r = byId.get(s.id);
-          if (r !== undefined && r.start < 0) r.start = start;
+          if (journeys.size > 0 && adoptedHere(s.id, instance) !== undefined) {
+            adopted++;
+            if (r !== undefined && r.decodeStart < 0) r.decodeStart = start;
+          } else if (r !== undefined && r.start < 0) r.start = start;
         }
-        feedback.began(iteration, start);
+        if (adopted === 0) feedback.began(iteration, start);
+        else {
+          const started = iteration.events.started.filter((s) => adoptedHere(s.id, instance) === undefined);
+          feedback.began({ ...iteration, events: { ...iteration.events, started } }, start);
+        }
       },
       ended(iteration, start, end) {
         options.onIteration?.(instance, iteration, engine, end);
-        feedback.ended(iteration, start, end);
-        for (const id of iteration.events.firstTokens) {
+        let ev = iteration.events;
+        if (journeys.size > 0 && ev.finished.some((f) => adoptedHere(f.id, instance) !== undefined)) {
+          const finished = ev.finished.map((f) => {
+            const kv = adoptedHere(f.id, instance)?.kv;
+            return kv === undefined ? f : { ...f, cachedTokens: kv.cachedTokens };
+          });
+          ev = { ...ev, finished };
+          feedback.ended({ ...iteration, events: ev }, start, end);
+        } else feedback.ended(iteration, start, end);
+        for (const id of ev.firstTokens) {
           const r = byId.get(id);
           if (r !== undefined && r.firstToken < 0) r.firstToken = end;
         }
-        for (const f of iteration.events.finished) finishRecord(f, end, f.cachedTokens);
-        for (const kv of iteration.events.kvReady) kvReady(instance, kv, end);
+        for (const f of ev.finished) finishRecord(f, end, f.cachedTokens);
+        for (const kv of ev.kvReady) kvReady(instance, kv, end);
+        if (pulls[instance]!.length > 0) tryPulls(instance, end);
+        settle(instance, end);
       },
     });
   };
-
-  /**
-   * A decode instance's runner: its admissions are adopted requests (their queueing ended at their
-   * prefill, so the policy is told nothing, the record gets `decodeStart`); its finishes report the
-   * prefill leg's cache hit (the decode engine counts the whole prompt as cached); its iteration
-   * ends retry waiting pulls.
-   */
-  const decodeRunner = (instance: InstanceId, engine: Engine): InstanceRunner =>
-    new InstanceRunner(engine, clock, {
-      began(iteration, start) {
-        iterations++;
-        busy[instance]! += iteration.duration;
-        for (const s of iteration.events.started) {
-          const r = byId.get(s.id);
-          if (r !== undefined && r.decodeStart < 0) r.decodeStart = start;
-        }
-      },
-      ended(iteration, start, end) {
-        options.onIteration?.(instance, iteration, engine, end);
-        const ev = iteration.events;
-        for (const e of ev.evictions) policy.instanceEvicted(instance, e.path, e.keptTokens, end, start);
-        for (const f of ev.finished) {
-          const cached = journeys.get(f.id)?.kv?.cachedTokens ?? f.cachedTokens;
-          policy.requestFinished(f.id, end, { ...f, cachedTokens: cached });
-          finishRecord(f, end, cached);
-        }
-        if (pulls[instance]!.length > 0) tryPulls(instance, end);
-      },
-    });
   const runners = engines.map((_, i) => runnerFor(i));
+
+  /** The engine holds no work and no KV, and no KV is bound for it. */
+  const idle = (i: InstanceId): boolean => {
+    const s = engines[i]!.snapshot();
+    return (
+      !runners[i]!.busy &&
+      s.running + s.waiting + s.adoptWaiting + s.heldRequests === 0 &&
+      bound[i] === 0 &&
+      pulls[i]!.length === 0
+    );
+  };
+
+  /** The engine of `i` can run `role` alone: nothing of another role on it, and no KV bound for a prefill one. */
+  const canSettle = (i: InstanceId, role: Role): boolean =>
+    engines[i]!.canTakeRole(role) && (role !== 'prefill' || bound[i] === 0);
+
+  /** Pending fleet actions on `i` that its state now allows: a role the engine can take, a removal. */
+  const settle = (i: InstanceId, now: number) => {
+    const pending = pendingRole[i];
+    if (pending !== undefined && canSettle(i, pending.role)) {
+      engines[i]!.setRole(pending.role);
+      pendingRole[i] = undefined;
+      fleetLog.push({ at: now, instance: i, event: 'role-settled', role: pending.role, by: pending.by });
+    }
+    if (standing[i] !== 'draining' || !idle(i)) return;
+    if (!drained[i]) {
+      drained[i] = true;
+      fleetLog.push({ at: now, instance: i, event: 'drained', by: drainedBy[i]! });
+    }
+    const by = pendingRemove[i];
+    if (by === undefined) return;
+    pendingRemove[i] = undefined;
+    for (const e of engines[i]!.evictAll()) policy.instanceEvicted(i, e.path, e.keptTokens, now);
+    policy.instanceRemoved(i, now);
+    runners[i]!.stop();
+    standing[i] = 'removed';
+    fleetLog.push({ at: now, instance: i, event: 'removed', by });
+  };
+
+  /** A fleet action or a policy's request, at `now`. */
+  const applyFleet = (a: FleetAction | FleetRequest, now: number, by: 'action' | 'policy') => {
+    if (a.action === 'add') {
+      checkRole(a.spec.role);
+      fleet.push(a.spec);
+      roles.push(a.spec.role);
+      standing.push('active');
+      busy.push(0);
+      pulls.push([]);
+      incoming.push(0);
+      bound.push(0);
+      pendingRole.push(undefined);
+      pendingRemove.push(undefined);
+      drained.push(false);
+      drainedBy.push(undefined);
+      const i = buildEngine(a.spec, now);
+      runners.push(runnerFor(i));
+      fleetLog.push({ at: now, instance: i, event: 'added', role: a.spec.role, by });
+      return;
+    }
+    const i = a.instance;
+    if (standing[i] === undefined || standing[i] === 'removed')
+      throw new Error(
+        `fleet ${a.action} of instance ${i}: ${standing[i] === undefined ? 'no such instance' : 'it was removed'}`,
+      );
+    if (a.action === 'role') {
+      checkRole(a.role);
+      roles[i] = a.role;
+      const engine = engines[i]!;
+      const settled = canSettle(i, a.role);
+      // Until the engine can run the new role alone it runs as mixed, which runs both legs.
+      engine.setRole(settled ? a.role : 'mixed');
+      pendingRole[i] = settled ? undefined : { role: a.role, by };
+      policy.instanceRoleChanged?.(i, a.role, now);
+      fleetLog.push({ at: now, instance: i, event: 'role', role: a.role, by });
+      if (settled) fleetLog.push({ at: now, instance: i, event: 'role-settled', role: a.role, by });
+      return;
+    }
+    if (standing[i] === 'active') {
+      standing[i] = 'draining';
+      drainedBy[i] = by;
+      policy.instanceDrained(i, now);
+      fleetLog.push({ at: now, instance: i, event: 'draining', by });
+    }
+    if (a.action === 'remove') pendingRemove[i] = by;
+    settle(i, now);
+  };
+
+  /** The policy's fleet requests, applied at once. */
+  const takeFleetRequests = (now: number) => {
+    const asked = policy.fleetRequests?.(now);
+    if (asked !== undefined) for (const a of asked) applyFleet(a, now, 'policy');
+  };
 
   const poll = (now: number) => {
     for (let i = 0; i < engines.length; i++) {
+      if (standing[i] === 'removed') continue;
       const s = engines[i]!.snapshot();
       policy.loadSignal(
         i,
@@ -375,6 +552,8 @@ export function simulate(options: SimulatorOptions): SimResult {
   const start = first?.time ?? 0;
   queue.push({ time: start + tickInterval, seq: seq++, kind: 'tick' });
   queue.push({ time: start + signalInterval, seq: seq++, kind: 'poll' });
+  for (const action of options.fleetActions ?? [])
+    queue.push({ time: action.at, seq: seq++, kind: 'fleet', action });
 
   while (queue.length > 0) {
     const e = queue.pop()!;
@@ -394,6 +573,8 @@ export function simulate(options: SimulatorOptions): SimResult {
           },
           e.time,
         );
+        // A policy may borrow an instance for this very request (Splitwise's mixed pool).
+        takeFleetRequests(e.time);
         const record: SimRecord = {
           id: r.id,
           workload: r.workload,
@@ -425,13 +606,22 @@ export function simulate(options: SimulatorOptions): SimResult {
           outputTokens: r.outputTokens,
           ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
         };
-        if (disaggregated && (d.decode !== undefined || fleet[d.instance]?.role !== 'mixed')) {
-          const role = fleet[d.instance]?.role;
+        if (standing[d.instance] !== 'active' && standing[d.instance] !== undefined)
+          throw new Error(
+            `policy ${policy.name} routed '${r.id}' to instance ${d.instance}, which is ${standing[d.instance] === 'removed' ? 'removed' : 'draining'}`,
+          );
+        if (disaggregated && (d.decode !== undefined || roles[d.instance] !== 'mixed')) {
           if (d.decode === undefined) throw new Error(colocatedOnDisaggregatedFleet(policy.name));
-          if (role !== 'prefill')
-            throw new Error(
-              `policy ${policy.name} sent the prefill of '${r.id}' to instance ${d.instance}, ${role === undefined ? 'which does not exist' : `a ${role} instance`}`,
+          checkPlacement('prefill', r.id, d.instance, roles[d.instance] === 'prefill');
+          if (d.decode !== 'at-kv-ready') {
+            checkPlacement(
+              'decode',
+              r.id,
+              d.decode,
+              roles[d.decode] === 'decode' || roles[d.decode] === 'mixed',
             );
+            bound[d.decode]!++;
+          }
           journeys.set(r.id, { request, record, decode: d.decode, mode: d.transferMode ?? transfer!.mode });
           engines[d.instance]!.submit(request, e.time, { stopAfterPrefill: true });
         } else engines[d.instance]!.submit(request, e.time);
@@ -442,21 +632,27 @@ export function simulate(options: SimulatorOptions): SimResult {
         e.runner.finishIteration(e.time);
         break;
       case 'transfer-end': {
-        // The KV is on the decode instance: it takes the request over, the prefill instance lets go.
+        // The KV is on the decode instance: the prefill instance lets go, the decode instance takes the
+        // request over.
         const j = e.journey;
         const kv = j.kv!;
         const decode = j.decodeInstance!;
         const prefill = j.record.instance;
         if (j.mode === 'pull') incoming[decode]! -= kv.kvTokens;
         j.record.transferEnd = e.time;
-        engines[decode]!.adopt(j.request, { kvTokens: kv.kvTokens, generated: kv.generated }, e.time);
         engines[prefill]!.releaseKv(j.request.id);
+        engines[decode]!.adopt(j.request, { kvTokens: kv.kvTokens, generated: kv.generated }, e.time);
+        bound[decode]!--;
         policy.kvArrived?.(j.request.id, decode, kv.path, e.time);
         runners[decode]!.kick();
         runners[prefill]!.kick();
         if (pulls[decode]!.length > 0) tryPulls(decode, e.time);
+        settle(prefill, e.time);
         break;
       }
+      case 'fleet':
+        applyFleet(e.action, e.time, 'action');
+        break;
       case 'tick':
         policy.tick(e.time);
         if (!sourceDone || inFlight > 0)
@@ -468,6 +664,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           queue.push({ time: e.time + signalInterval, seq: seq++, kind: 'poll' });
         break;
     }
+    takeFleetRequests(e.time);
   }
   if (inFlight !== 0) throw new Error(`simulation ended with ${inFlight} requests unfinished`);
   return {
@@ -477,5 +674,6 @@ export function simulate(options: SimulatorOptions): SimResult {
     events,
     iterations,
     engines: engines.map((e) => e.snapshot()),
+    fleetLog,
   };
 }

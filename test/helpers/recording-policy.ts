@@ -1,9 +1,11 @@
 import type {
   FinishCounts,
+  FleetRequest,
   GlobalPolicy,
   InstanceId,
   InstanceInfo,
   InstanceLoadSignal,
+  Role,
   RouteDecision,
   RouteRequest,
   Tokens,
@@ -48,6 +50,12 @@ export type RecordedCall =
   | {
       readonly method: 'instanceAdded' | 'instanceDrained' | 'instanceRemoved';
       readonly instance: InstanceId;
+      readonly now: number;
+    }
+  | {
+      readonly method: 'instanceRoleChanged';
+      readonly instance: InstanceId;
+      readonly role: Role;
       readonly now: number;
     }
   | { readonly method: 'loadSignal'; readonly instance: InstanceId; readonly now: number }
@@ -129,6 +137,16 @@ export class RecordingPolicy implements GlobalPolicy {
   instanceRemoved(instance: InstanceId, now: number): void {
     this.calls.push({ method: 'instanceRemoved', instance, now });
     this.inner.instanceRemoved(instance, now);
+  }
+
+  instanceRoleChanged(instance: InstanceId, role: Role, now: number): void {
+    this.calls.push({ method: 'instanceRoleChanged', instance, role, now });
+    this.inner.instanceRoleChanged?.(instance, role, now);
+  }
+
+  /** Passed through unrecorded: the fleet applies them and reports them back as calls. */
+  fleetRequests(now: number): readonly FleetRequest[] {
+    return this.inner.fleetRequests?.(now) ?? [];
   }
 
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void {

@@ -59,9 +59,14 @@ test('splitwise P+D+M by hand: serialized KV below 512 prompt tokens, layer-wise
   for (const r of result.records) assert.ok(r.finish > r.firstToken, `${r.id} finished`);
 });
 
-const runMixedFleet = (mode: TransferMode, policy: RecordingPolicy) => {
+/** `roles` (by default P, P, D, D, M) under `requests` (by default 80 video-qa ones), engines checked at every iteration. */
+const runMixedFleet = (
+  mode: TransferMode,
+  policy: RecordingPolicy,
+  roles: Role[] = ['prefill', 'prefill', 'decode', 'decode', 'mixed'],
+  requests: Iterable<WorkloadRequest> = createWorkload('video-qa', { requests: 80, rps: 8, seed: 5 }),
+) => {
   const costModel = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
-  const roles: Role[] = ['prefill', 'prefill', 'decode', 'decode', 'mixed'];
   const fleet: SimInstance[] = roles.map((role) => ({ costModel, role, layers: 32 }));
   const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
   return simulate({
@@ -71,7 +76,8 @@ const runMixedFleet = (mode: TransferMode, policy: RecordingPolicy) => {
     fleet,
     engine: { queuePolicy: 'fcfs', chunkedPrefillTokens: 2048 },
     kvTransfer: { placement: placement(link), mode },
-    requests: createWorkload('video-qa', { requests: 80, rps: 8, seed: 5 }),
+    requests,
+    onIteration: (_i, _it, engine) => engine.checkInvariants(),
   });
 };
 
@@ -80,7 +86,7 @@ test('splitwise on P, P, D, D, M: the contract feedback in order, both pools use
     const inner = createGlobalPolicy(
       'splitwise',
       { costModel: simpleCostModel() },
-      { promptQueueTokens: 4096 },
+      { promptQueueTokens: 4096, borrow: false },
     ) as SplitwisePolicy;
     const policy = new RecordingPolicy(inner);
     const result = runMixedFleet(mode, policy);
@@ -107,4 +113,67 @@ test('splitwise on P, P, D, D, M: the contract feedback in order, both pools use
     for (const [i, s] of result.engines.entries())
       assert.equal(s.heldRequests + s.running + s.waiting + s.adoptWaiting + s.heldKvTokens, 0, `${i}`);
   }
+});
+
+test('splitwise on P, P, D, D (no mixed pool): a burst past the prompt threshold borrows a token machine, runs colocated work there and gives it back when it drains; deterministic', () => {
+  const run = () => {
+    const inner = createGlobalPolicy(
+      'splitwise',
+      { costModel: simpleCostModel() },
+      { promptQueueTokens: 4096 },
+    ) as SplitwisePolicy;
+    const policy = new RecordingPolicy(inner);
+    // 24 prompts of 1,500 tokens within 0.12 s, then 8 small ones after the burst.
+    const requests: WorkloadRequest[] = [
+      ...Array.from({ length: 24 }, (_, k) => ({
+        id: `burst${k}`,
+        workload: 'hand',
+        tokens: seq(1500, 10_000 * (k + 1)),
+        arrival: k * 0.005,
+        outputTokens: 20,
+      })),
+      ...Array.from({ length: 8 }, (_, k) => ({
+        id: `late${k}`,
+        workload: 'hand',
+        tokens: seq(200, 500_000 + 1000 * k),
+        arrival: 30 + k,
+        outputTokens: 5,
+      })),
+    ];
+    const result = runMixedFleet('serialized', policy, ['prefill', 'prefill', 'decode', 'decode'], requests);
+    return { result, policy, inner };
+  };
+  const { result, policy, inner } = run();
+  const colocated = result.records.filter((r) => r.branch === 'borrowed' || r.branch === 'mixed-pool');
+  assert.ok(
+    result.records.some((r) => r.branch === 'borrowed'),
+    'a machine was borrowed',
+  );
+  for (const r of colocated) {
+    assert.ok(r.instance === 2 || r.instance === 3, `${r.id} ran on a borrowed token machine`);
+    assert.equal(r.decodeInstance, -1, `${r.id} ran whole`);
+  }
+  // Borrowed (role mixed, asked by the policy), then given back (role decode) and settled there.
+  const lent = result.fleetLog.filter((e) => e.event === 'role' && e.role === 'mixed');
+  assert.ok(lent.length > 0);
+  for (const e of lent) {
+    assert.equal(e.by, 'policy');
+    const back = result.fleetLog.find(
+      (f) => f.instance === e.instance && f.at >= e.at && f.event === 'role-settled' && f.role === 'decode',
+    );
+    assert.ok(back !== undefined, `instance ${e.instance} went back to the token pool`);
+  }
+  assert.deepEqual(inner.borrowedMachines(), []);
+  // After the burst drained, the late requests run as pairs again.
+  for (const r of result.records.filter((r) => r.id.startsWith('late')))
+    assert.equal(r.branch, 'prompt-token-pair', r.id);
+  for (const r of result.records) {
+    assert.ok(r.finish >= 0, `${r.id} finished`);
+    assert.deepEqual(contractViolations(policy.of(r.id)), [], r.id);
+  }
+  for (let i = 0; i < 4; i++) assert.equal(inner.inflight(i), 0);
+  for (const s of result.engines) assert.equal(s.running + s.waiting + s.adoptWaiting + s.heldRequests, 0);
+  const again = run().result;
+  assert.deepEqual(again.records, result.records);
+  assert.deepEqual(again.fleetLog, result.fleetLog);
 });

@@ -18,6 +18,7 @@ export {
 } from './llama3-70b-h100.ts';
 export { MODEL_SHAPES, type ModelName } from './model-shapes.ts';
 export { prebleMistralA6000CostModel } from './preble-mistral-a6000.ts';
+export { type PrefillSaturationOptions, prefillSaturationTokens } from './prefill-saturation.ts';
 export { costModelPreset, describeCostModelPresets, type PresetOverrides, presetNames } from './presets.ts';
 export {
   attentionFlopsPerPair,

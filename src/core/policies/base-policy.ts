@@ -6,6 +6,7 @@ import type {
   InstanceId,
   InstanceInfo,
   InstanceLoadSignal,
+  Role,
   RouteDecision,
   RouteRequest,
   Tokens,
@@ -79,6 +80,10 @@ export abstract class BasePolicy<C extends InstanceCost = InstanceCost> implemen
 
   instanceRemoved(instance: InstanceId, _now: number): void {
     this.view.remove(instance);
+  }
+
+  instanceRoleChanged(instance: InstanceId, role: Role, _now: number): void {
+    this.view.setRole(instance, role);
   }
 
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void {

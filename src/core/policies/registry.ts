@@ -1,3 +1,4 @@
+import { prefillSaturationTokens } from '../cost-model/prefill-saturation.ts';
 import type { CostModel } from '../cost-model/types.ts';
 import type { QueuePolicyName } from '../replica-queue/registry.ts';
 import type { GlobalPolicy } from '../types.ts';
@@ -24,6 +25,13 @@ export interface PolicyContext {
   readonly seed?: number;
 }
 
+/** How a prefill instance batches prompts: a token budget per iteration, chunked or not (engine options). */
+export interface PrefillBatching {
+  readonly chunkedPrefillTokens: number;
+  /** false: a prompt past the budget's remainder runs whole, last in its batch (alone at its head). */
+  readonly enableChunking: boolean;
+}
+
 /** One row of the registry: what the policy is, its options with their defaults, how to build it. */
 export interface PolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -39,6 +47,11 @@ export interface PolicyEntry<O extends object> {
   readonly engineQueuePolicy?: QueuePolicyName;
   /** The engines' prefill token budget per iteration when the run sets none (default: the engine's). */
   readonly engineChunkTokens?: number;
+  /**
+   * The prefill instances' batching, from each one's cost model, when neither the run nor the instance
+   * sets a chunk budget (over `engineChunkTokens`): DistServe's L_m as the budget, unchunked.
+   */
+  readonly prefillBatching?: (costModel: CostModel) => PrefillBatching;
 }
 
 /** Identity with inference: each row is type-checked against its own options. */
@@ -115,9 +128,13 @@ const POLICIES = {
 const DISAGGREGATED_POLICIES = {
   distserve: entry({
     summary:
-      'DistServe (OSDI 24): prefill on the prefill instance with the shortest prefill queue (FCFS), decode on the decode instance with the fewest requests, picked when the KV is ready',
+      'DistServe (OSDI 24): prefill on the prefill instance with the shortest prefill queue (FCFS, batches up to L_m tokens from the cost model), decode on the decode instance with the fewest requests, picked when the KV is ready',
     defaults: distServeDefaults,
     engineQueuePolicy: 'fcfs',
+    prefillBatching: (costModel) => ({
+      chunkedPrefillTokens: prefillSaturationTokens(costModel),
+      enableChunking: false,
+    }),
     create: (o) => new DistServePolicy(o),
   }),
   splitwise: entry({

@@ -56,7 +56,7 @@ test('splitwise by hand: the (prompt, token) pair by the shortest pending-token 
 });
 
 test('splitwise by hand: a prompt or token queue past its threshold sends the request colocated to the least-loaded mixed instance', () => {
-  const p = fleet({ promptQueueTokens: 2000, tokenQueueTokens: 1000 });
+  const p = fleet({ promptQueueTokens: 2000, tokenQueueTokens: 1000, borrow: false });
   assert.deepEqual(pair(route(p, 'a', 1500, 10)), [0, 2, 'prompt-token-pair', 'layer-wise']);
   assert.deepEqual(pair(route(p, 'b', 1500, 10)), [1, 3, 'prompt-token-pair', 'layer-wise']);
   // c: the shortest prompt queue (0, 1500) would hold 2100 > 2000: the mixed instance, colocated.
@@ -115,4 +115,34 @@ test('splitwise: transferBySize=false leaves the fleet transfer mode; the regist
   built.instanceAdded(0, { kvCapacityTokens: 1000, role: 'prefill' }, 0);
   built.instanceAdded(1, { kvCapacityTokens: 1000, role: 'decode' }, 0);
   assert.equal(built.route({ id: 'a', tokens: seq(100, 1), arrival: 0 }, 0).transferMode, 'layer-wise');
+});
+
+test('splitwise by hand: with no mixed pool, an overflowing prompt queue borrows a token machine into the mixed pool and gives it back when its colocated work drains', () => {
+  const p = new SplitwisePolicy({ promptQueueTokens: 2000 });
+  const roles: Role[] = ['prefill', 'prefill', 'decode', 'decode'];
+  for (const [i, role] of roles.entries()) p.instanceAdded(i, { kvCapacityTokens: 100_000, role }, 0);
+  assert.deepEqual(pair(route(p, 'a', 1500, 10)), [0, 2, 'prompt-token-pair', 'layer-wise']);
+  assert.deepEqual(pair(route(p, 'b', 1500, 10)), [1, 3, 'prompt-token-pair', 'layer-wise']);
+  assert.deepEqual(p.fleetRequests(0), []);
+  // c: prompt machine 0 would queue 2100 > 2000 and there is no mixed pool: the opposite pool (token
+  // machines 2 and 3, 10 decode tokens each; the tie goes to the first) lends machine 2, which runs c whole.
+  assert.deepEqual(pair(route(p, 'c', 600, 10)), [2, undefined, 'borrowed', undefined]);
+  assert.deepEqual(p.fleetRequests(0), [{ action: 'role', instance: 2, role: 'mixed' }]);
+  assert.deepEqual(p.fleetRequests(0), [], 'taken once');
+  assert.deepEqual(p.borrowedMachines(), [2]);
+  // d overflows too: the mixed pool is machine 2 now (600 + 600 <= 2000), an ordinary mixed-pool pick.
+  assert.deepEqual(pair(route(p, 'd', 600, 10)), [2, undefined, 'mixed-pool', undefined]);
+  // e: the pair's token machine is 3, the only one left in the token pool.
+  assert.deepEqual(pair(route(p, 'e', 100, 10)), [0, 3, 'prompt-token-pair', 'serialized']);
+  // c ends: d still runs there. d ends: machine 2 goes back to the token pool.
+  p.requestFinished('c', 1, { promptTokens: 600, cachedTokens: 0, outputTokens: 10 });
+  assert.deepEqual(p.fleetRequests(1), []);
+  p.requestFailed('d', 2);
+  assert.deepEqual(p.fleetRequests(2), [{ action: 'role', instance: 2, role: 'decode' }]);
+  assert.deepEqual(p.borrowedMachines(), []);
+  assert.deepEqual(pair(route(p, 'f', 100, 10)), [1, 2, 'prompt-token-pair', 'serialized']);
+  // A pool's last machine is never lent: with token machine 3 drained, the pair (overflowing) it is.
+  p.instanceDrained(3, 3);
+  assert.deepEqual(pair(route(p, 'g', 1900, 10)), [0, 2, 'prompt-token-pair', 'layer-wise']);
+  assert.deepEqual(p.fleetRequests(3), []);
 });

@@ -17,12 +17,18 @@ export const distServeDefaults: Required<DistServeOptions> = {};
  * What is modelled: the router counts a request against its prefill instance from `route` until
  * `routeDecode` moves it to the decode instance, so "in its prefill phase" and "in flight on a decode
  * instance" are both the ClusterView's in-flight counts. The prefill instances run FCFS (the
- * registry's `engineQueuePolicy`), their batches filled up to the engine's chunk budget: our stand-in
- * for DistServe's L_m, the prompt-token count past which batching more prefills stops paying (DistServe runs
-a prompt longer than L_m alone; our engines chunk it at the budget unless chunking is off). Left for
- * later: deriving L_m from the cost model (the saturation point of the prefill roofline), DistServe's
- * placement search (how many prefill and decode instances, which parallelism) and the pull of KV by
- * the decode instance as its memory frees (the simulator's `pull` transfer mode approximates it).
+ * registry's `engineQueuePolicy`), their batches filled up to L_m tokens, the prompt-token count past
+ * which a prefill is compute bound and batching more stops paying, derived from each prefill
+ * instance's cost model (`prefillSaturationTokens`: the shortest prefill whose time per token is within
+ * 5% of the lowest; the registry's `prefillBatching`; `--chunk` or an instance's `chunkTokens`
+ * overrides it, chunked as usual). The prefill engines do not chunk: prompts join a batch in FCFS
+ * order while its total is below L_m, and the one that crosses it runs whole, last in the batch; so a
+ * prompt longer than L_m runs alone when it heads the queue (DistServe), but rides with the shorter
+ * prompts before it otherwise (ours: the engine's admission stops at the budget, not before a long
+ * prompt). Left for later:
+ * DistServe's placement search (how many prefill and decode instances, which parallelism), decode
+ * instances' batch cap (its L_m for decode: the largest batch) and the pull of KV by the decode instance
+ * as its memory frees (the simulator's `pull` transfer mode approximates it).
  * Ties rotate among equals, as in least-load, so an idle fleet is filled in turn.
  */
 export class DistServePolicy extends BasePolicy {

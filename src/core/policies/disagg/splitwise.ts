@@ -1,6 +1,14 @@
 import { NoInstanceAvailableError } from '../../cluster-view.ts';
 import type { TransferMode } from '../../fleet/kv-link.ts';
-import type { FinishCounts, InstanceId, Role, RouteDecision, RouteRequest, Tokens } from '../../types.ts';
+import type {
+  FinishCounts,
+  FleetRequest,
+  InstanceId,
+  Role,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../../types.ts';
 import { BasePolicy, NO_COSTS } from '../base-policy.ts';
 import { indexAfter } from '../support/index-after.ts';
 
@@ -22,6 +30,11 @@ export interface SplitwiseOptions {
   readonly serializedBelowTokens?: number;
   /** Pick the transfer mode per request by `serializedBelowTokens`; false leaves the fleet's mode. */
   readonly transferBySize?: boolean;
+  /**
+   * When the mixed pool is empty or full, borrow a machine of the opposite pool into it (a role change
+   * to mixed, asked through `fleetRequests`) and give it back when its colocated work has drained.
+   */
+  readonly borrow?: boolean;
 }
 
 export const splitwiseDefaults: Required<SplitwiseOptions> = {
@@ -30,6 +43,7 @@ export const splitwiseDefaults: Required<SplitwiseOptions> = {
   defaultOutputTokens: 129,
   serializedBelowTokens: 512,
   transferBySize: true,
+  borrow: true,
 };
 
 /** What the router counts for one request in flight. */
@@ -39,8 +53,12 @@ interface Pending {
   /** The token machine (or the mixed instance for a colocated request). */
   readonly token: InstanceId;
   readonly decodeTokens: number;
+  /** Runs whole on a mixed (or borrowed) instance. */
+  readonly colocated: boolean;
   prefillDone: boolean;
 }
+
+const NO_REQUESTS: readonly FleetRequest[] = Object.freeze([]);
 
 /**
  * Splitwise's cluster-level scheduler (ISCA'24 §IV, seed 004; /work/shared/research/
@@ -65,16 +83,28 @@ interface Pending {
  * Machine-level schedulers: prompt and mixed machines run FCFS (the registry's `engineQueuePolicy`) with
  * a 2,048-token prefill budget per iteration (`engineChunkTokens`; Splitwise caps prompt batches at
  * 2,048 tokens); token machines batch whatever their memory admits (the engine's continuous batching;
- * adoptions wait when memory is short). Not modelled: the mixed machines' prompts-first priority with
- * aging of token work and the per-request preemption cap (the engine's FCFS chunked prefill mixes them
- * instead); borrowing a prompt or token machine into the mixed pool when it is full, and giving it back
- * (role changes at run time: later work); the coarse re-purposing between pools and the provisioning
- * search.
+ * adoptions wait when memory is short).
+ *
+ * Borrowing (§IV: "if that is full, it takes an opposite-pool machine into the mixed pool"; `borrow`):
+ * when a request overflows and the mixed pool is empty or past a threshold too, the least-loaded machine
+ * of the opposite pool (a token machine when the prompt queue overflowed, else a prompt machine; never a
+ * pool's last active machine, and only one whose queues with this request stay under both thresholds)
+ * joins the mixed pool: the policy counts it as mixed at once, asks the fleet for the role change
+ * (`fleetRequests`: `{action: 'role', role: 'mixed'}`; the simulator applies it before dispatching this
+ * request), and runs the request there colocated (branch `borrowed`). Later overflow uses it like any
+ * mixed machine. When its last colocated request ends, it goes back to its pool (a role change back,
+ * which the engine honours once its colocated work is gone; in-flight legs of its own role went on
+ * meanwhile). Ours: which machine, the last-machine guard, giving it back at once rather than after
+ * lingering (Splitwise re-purposes machines that linger in the mixed pool: not modelled).
+ *
+ * Not modelled: the mixed machines' prompts-first priority with aging of token work and the per-request
+ * preemption cap (the engine's FCFS chunked prefill mixes them instead); the coarse re-purposing
+ * between pools and the provisioning search.
  * Ties rotate among equals, so an idle fleet is filled in turn.
  */
 export class SplitwisePolicy extends BasePolicy {
   readonly name = 'splitwise';
-  readonly branches = ['prompt-token-pair', 'mixed-pool'] as const;
+  readonly branches = ['prompt-token-pair', 'mixed-pool', 'borrowed'] as const;
   private readonly options: Required<SplitwiseOptions>;
   private readonly pending = new Map<string, Pending>();
   /** Per instance: prompt tokens queued for prefill, decode tokens pending (router's counts). */
@@ -83,6 +113,9 @@ export class SplitwisePolicy extends BasePolicy {
   private lastPrompt: InstanceId = -1;
   private lastToken: InstanceId = -1;
   private lastMixed: InstanceId = -1;
+  /** Borrowed machines: their own role, and their colocated requests in flight. */
+  private readonly borrowed = new Map<InstanceId, { role: Role; colocated: number }>();
+  private requests: FleetRequest[] = [];
 
   constructor(options: SplitwiseOptions = {}) {
     super();
@@ -99,7 +132,7 @@ export class SplitwisePolicy extends BasePolicy {
     return this.decodeQueue[instance] ?? 0;
   }
 
-  protected choose(request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
+  protected choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision {
     const o = this.options;
     const promptTokens = request.tokens.length;
     const decodeTokens = Math.max(1, request.outputLenHint ?? o.defaultOutputTokens);
@@ -110,21 +143,8 @@ export class SplitwisePolicy extends BasePolicy {
       throw new Error(
         'splitwise: the fleet has no prefill and decode instances; splitwise needs a disaggregated fleet (e.g. --fleet 2P1D)',
       );
-    const mixedPick = (): InstanceId | undefined => {
-      if (mixed.length === 0) return undefined;
-      const start = indexAfter(mixed, this.lastMixed);
-      let best: InstanceId | undefined;
-      let bestLoad = Number.POSITIVE_INFINITY;
-      for (let k = 0; k < mixed.length; k++) {
-        const id = mixed[(start + k) % mixed.length]!;
-        const load = this.promptQueueTokens(id) + this.decodeQueueTokens(id);
-        if (load < bestLoad) {
-          best = id;
-          bestLoad = load;
-        }
-      }
-      return best;
-    };
+    const mixedPick = (): InstanceId | undefined =>
+      mixed.length === 0 ? undefined : this.leastLoaded(mixed);
     if (prompts.length === 0 || tokens.length === 0) {
       const m = mixedPick();
       if (m === undefined) throw new NoInstanceAvailableError();
@@ -137,13 +157,18 @@ export class SplitwisePolicy extends BasePolicy {
       this.decodeQueueTokens(token) + decodeTokens > o.tokenQueueTokens ||
       this.shortOfMemory(token, promptTokens + decodeTokens);
     if (overflow) {
-      const m = mixedPick();
-      if (
-        m !== undefined &&
+      const fits = (m: InstanceId) =>
         this.promptQueueTokens(m) + promptTokens <= o.promptQueueTokens &&
-        this.decodeQueueTokens(m) + decodeTokens <= o.tokenQueueTokens
-      )
-        return this.colocated(m);
+        this.decodeQueueTokens(m) + decodeTokens <= o.tokenQueueTokens;
+      const m = mixedPick();
+      if (m !== undefined && fits(m)) return this.colocated(m);
+      if (o.borrow) {
+        // The mixed pool is empty or full: take a machine of the opposite pool into it.
+        const promptFull = this.promptQueueTokens(prompt) + promptTokens > o.promptQueueTokens;
+        const pool = promptFull ? tokens : prompts;
+        const lender = pool.length < 2 ? undefined : this.leastLoaded(pool);
+        if (lender !== undefined && fits(lender)) return this.borrow(lender, now);
+      }
     }
     this.lastPrompt = prompt;
     this.lastToken = token;
@@ -163,14 +188,18 @@ export class SplitwisePolicy extends BasePolicy {
   }
 
   protected override onRouted(request: RouteRequest, decision: RouteDecision, _now: number): void {
-    const token = decision.decode === undefined ? decision.instance : (decision.decode as InstanceId);
+    const colocated = decision.decode === undefined;
+    const token = colocated ? decision.instance : (decision.decode as InstanceId);
     const p: Pending = {
       prompt: decision.instance,
       promptTokens: request.tokens.length,
       token,
       decodeTokens: Math.max(1, request.outputLenHint ?? this.options.defaultOutputTokens),
+      colocated,
       prefillDone: false,
     };
+    const lent = colocated ? this.borrowed.get(decision.instance) : undefined;
+    if (lent !== undefined) lent.colocated++;
     this.pending.set(request.id, p);
     this.add(this.promptQueue, p.prompt, p.promptTokens);
     this.add(this.decodeQueue, p.token, p.decodeTokens);
@@ -199,6 +228,57 @@ export class SplitwisePolicy extends BasePolicy {
     if (p === undefined) return;
     this.pending.delete(id);
     this.add(this.decodeQueue, p.token, -p.decodeTokens);
+    const lent = p.colocated ? this.borrowed.get(p.token) : undefined;
+    if (lent !== undefined && --lent.colocated === 0) {
+      // Its colocated work drained: back to its own pool.
+      this.borrowed.delete(p.token);
+      this.view.setRole(p.token, lent.role);
+      this.requests.push({ action: 'role', instance: p.token, role: lent.role });
+    }
+  }
+
+  /** Fleet changes asked since the last call: borrowing machines and giving them back. */
+  fleetRequests(_now: number): readonly FleetRequest[] {
+    if (this.requests.length === 0) return NO_REQUESTS;
+    const asked = this.requests;
+    this.requests = [];
+    return asked;
+  }
+
+  /** Machines in the mixed pool that belong to another pool (tests, metrics). */
+  borrowedMachines(): InstanceId[] {
+    return [...this.borrowed.keys()];
+  }
+
+  override instanceRemoved(instance: InstanceId, now: number): void {
+    super.instanceRemoved(instance, now);
+    this.borrowed.delete(instance);
+    this.requests = this.requests.filter((r) => r.instance !== instance);
+  }
+
+  /** `lender` joins the mixed pool for this request (asked of the fleet as a role change). */
+  private borrow(lender: InstanceId, _now: number): RouteDecision {
+    this.borrowed.set(lender, { role: this.view.state(lender)!.info.role ?? 'mixed', colocated: 0 });
+    this.view.setRole(lender, 'mixed');
+    this.requests.push({ action: 'role', instance: lender, role: 'mixed' });
+    this.lastMixed = lender;
+    return { instance: lender, branch: 'borrowed', matchedTokens: 0, costs: NO_COSTS };
+  }
+
+  /** The instance of `ids` with the least pending work (prompt + decode tokens), ties rotating. */
+  private leastLoaded(ids: readonly InstanceId[]): InstanceId {
+    const start = indexAfter(ids, this.lastMixed);
+    let best = ids[start]!;
+    let bestLoad = this.promptQueueTokens(best) + this.decodeQueueTokens(best);
+    for (let k = 1; k < ids.length; k++) {
+      const id = ids[(start + k) % ids.length]!;
+      const load = this.promptQueueTokens(id) + this.decodeQueueTokens(id);
+      if (load < bestLoad) {
+        best = id;
+        bestLoad = load;
+      }
+    }
+    return best;
   }
 
   private prefillEnded(id: string): void {
