@@ -297,6 +297,24 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
     if (this.innerKnows.has(instance)) this.inner.instanceDrained(instance, now);
   }
 
+  /**
+   * A role change moves the instance in or out of the inner policy's pool: turned prefill-capable it
+   * is (re)added there (a known id keeps its cache and counts), turned decode it is drained there, so
+   * the inner policy routes no prefill to it but still releases what it had in flight.
+   */
+  override instanceRoleChanged(instance: InstanceId, role: Role, now: number): void {
+    super.instanceRoleChanged(instance, role, now);
+    const state = this.view.state(instance);
+    if (state === undefined || state.removed) return;
+    if (isPrefillCapable(role)) {
+      if (state.draining) return;
+      this.innerKnows.add(instance);
+      this.inner.instanceAdded(instance, state.info, now);
+    } else if (this.innerKnows.has(instance)) {
+      this.inner.instanceDrained(instance, now);
+    }
+  }
+
   override instanceRemoved(instance: InstanceId, now: number): void {
     super.instanceRemoved(instance, now);
     this.tree.removeInstanceCache(instance);
