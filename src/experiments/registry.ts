@@ -2,9 +2,10 @@ import { ablation } from './ablation.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
 import { prebleE2e } from './preble-e2e.ts';
+import { splitwise } from './splitwise.ts';
 import type { Experiment } from './types.ts';
 
-export const experiments: readonly Experiment[] = [prebleE2e, ablation, azureMixed, distserve];
+export const experiments: readonly Experiment[] = [prebleE2e, ablation, azureMixed, distserve, splitwise];
 
 export function findExperiment(name: string): Experiment {
   const e = experiments.find((x) => x.name === name);

@@ -7,8 +7,10 @@ export interface GoodputOptions {
   readonly high?: number;
   /** Share of requests that must meet both SLOs (default 0.9, the paper's). */
   readonly target?: number;
-  /** Stop when the bracket is this narrow, in requests per second (default 1% of its upper end). */
+  /** Stop when the bracket is this narrow, in requests per second (default: `relativeTolerance` of its upper end). */
   readonly tolerance?: number;
+  /** Without `tolerance`: stop when the bracket is this share of its upper end (default 0.01). */
+  readonly relativeTolerance?: number;
   /** Give up bracketing after this many doublings (default 20). */
   readonly maxDoublings?: number;
 }
@@ -60,7 +62,7 @@ export function highestPassingRate(
     passing = failing;
     failing *= 2;
   }
-  const tolerance = options.tolerance ?? 0.01 * failing;
+  const tolerance = options.tolerance ?? (options.relativeTolerance ?? 0.01) * failing;
   while (failing - passing > tolerance) {
     const middle = (passing + failing) / 2;
     if (passes(middle)) passing = middle;
