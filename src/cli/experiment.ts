@@ -34,11 +34,11 @@ export function registerExperiment(program: Command): void {
     .option('--azure <file>', 'Azure LLM trace CSV for azure-mixed')
     .option(
       '--azure-code <file>',
-      'Azure 2023 coding trace CSV for splitwise (default: ../shared/data/azure-llm-2023/, else a stand-in)',
+      'Azure 2023 coding trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it)',
     )
     .option(
       '--azure-conv <file>',
-      'Azure 2023 conversation trace CSV for splitwise (default: ../shared/data/azure-llm-2023/, else a stand-in)',
+      'Azure 2023 conversation trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it)',
     )
     .option(
       '--json',

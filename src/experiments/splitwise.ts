@@ -84,7 +84,12 @@ export interface LengthSource {
   readonly path?: string;
 }
 
+/** `STAND_IN` as a trace path asks for the stand-in even where the file exists. */
+export const STAND_IN = 'stand-in';
+
+/** The file given (it must exist), else the default file where it exists, else the stand-in. */
 export function lengthSource(trace: TraceName, path: string | undefined): LengthSource {
+  if (path === STAND_IN) return { trace };
   const file = path ?? DEFAULT_SPLITWISE_TRACES[trace];
   if (existsSync(file)) return { trace, path: file };
   if (path !== undefined) throw new Error(`splitwise: trace file '${path}' not found`);
@@ -316,7 +321,7 @@ export interface TraceFindings {
 export type Findings = Partial<Record<TraceName, TraceFindings>>;
 
 /** Where each panel's runs come from (set by `cells`, read by the searches). */
-interface PanelSetup {
+export interface PanelSetup {
   readonly source: LengthSource;
   readonly requests: number;
   readonly seed: number;
