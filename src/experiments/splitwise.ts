@@ -523,6 +523,136 @@ function transferTable(f: Findings): string[] {
   return lines;
 }
 
+/** Table IV of Splitwise: P50 TTFT and TBT, Llama-70B alone on one machine (ms). */
+const TABLE_IV: Readonly<Record<TraceName, { a100: [number, number]; h100: [number, number] }>> = {
+  code: { a100: [185, 52], h100: [95, 31] },
+  conv: { a100: [155, 40], h100: [84, 28] },
+};
+
+function medianOf(values: readonly number[]): number {
+  return percentiles(values).p50;
+}
+
+/** The lengths each panel ran with, and the cost model's uncontended times beside Splitwise's Table IV. */
+function lengthsTable(f: Findings, requests: number, seed: number): string[] {
+  const h100 = costModelPreset(SPLITWISE_MODEL);
+  const a100 = costModelPreset(SPLITWISE_REFERENCE_MODEL);
+  const lines = [
+    '| trace | lengths from | median prompt / output (paper) | prompts < 512 | A100 TTFT / TBT at the median, ms (Table IV) | H100 TTFT / TBT at the median, ms (Table IV) |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const t of TRACE_NAMES) {
+    const x = f[t];
+    if (x === undefined) continue;
+    const stream = [...splitwiseRequests(x.source, { requests, rps: 1, seed })];
+    const prompt = medianOf(stream.map((r) => r.tokens.length));
+    const output = medianOf(stream.map((r) => r.outputTokens));
+    const short = stream.filter((r) => r.tokens.length < LARGE_PROMPT).length / stream.length;
+    const times = (model: CostModel, paper: [number, number]) => {
+      const alone = uncontended(model, prompt, Math.max(2, output));
+      return `${fixed(1000 * alone.ttft, 0)} / ${fixed(1000 * alone.tbt!, 1)} (${paper[0]} / ${paper[1]})`;
+    };
+    const published = SPLITWISE_STAND_IN[t];
+    lines.push(
+      `| ${TRACE_TITLE[t]} | ${x.source.path === undefined ? 'stand-in' : `first ${stream.length} rows of ${x.source.path.split('/').pop()}`} | ${prompt} / ${output} (${published.prompt} / ${published.output}) | ${pct(short, 0)} | ${times(a100, TABLE_IV[t].a100)} | ${times(h100, TABLE_IV[t].h100)} |`,
+    );
+  }
+  lines.push('');
+  return lines;
+}
+
+/** What the searches measured about their binding SLO, for the discussion. */
+function bindingText(f: Findings): string[] {
+  const lines: string[] = [];
+  for (const t of TRACE_NAMES) {
+    const x = f[t];
+    if (x === undefined) continue;
+    const firsts = x.searches.map((s) => ({
+      s,
+      miss: s.probes.filter((p) => p.misses.length > 0 && p.rps > s.rps).sort((a, b) => a.rps - b.rps)[0],
+    }));
+    const ttft = firsts.filter((m) => m.miss?.misses.some((q) => q.startsWith('ttft p99')) === true);
+    const other = firsts.filter((m) => m.miss !== undefined && !ttft.includes(m));
+    const best = bestSplit(x.searches)!;
+    lines.push(
+      `- ${TRACE_TITLE[t]}: just above the sustained rate, TTFT P99 is the SLO missed for ${ttft.length} of ${firsts.length} splits${other.length === 0 ? '' : ` (the others: ${other.map((m) => `${splitName(m.s.split)} ${m.miss!.misses.join(', ')}`).join('; ')})`}. The best split, ${splitName(best.split)}, sustains ${fixed(best.rps, 2)} rps with its prompt machines ${pct(best.atRate?.promptBusy ?? 0, 0)} busy and ${fixed(best.atRate?.tokenBatch ?? 0, 1)} requests decoding at once per token machine.`,
+    );
+  }
+  return lines;
+}
+
+/** Per trace, the SLOs the 7P1D search missed first above its sustained rate. */
+function loneTokenMachine(f: Findings): string {
+  return TRACE_NAMES.flatMap((t) => {
+    const lone = f[t]?.searches.find((s) => s.split.token === 1);
+    if (lone === undefined) return [];
+    const miss = lone.probes
+      .filter((p) => p.misses.length > 0 && p.rps > lone.rps)
+      .sort((a, b) => a.rps - b.rps)[0];
+    return [`${TRACE_TITLE[t]} ${miss === undefined ? 'none' : miss.misses.join(', ')}`];
+  }).join('; ');
+}
+
+/** The discussion's paragraphs, their figures read from the findings. */
+function discussion(f: Findings): string[] {
+  const code = f.code === undefined ? undefined : bestSplit(f.code.searches);
+  const conv = f.conv === undefined ? undefined : bestSplit(f.conv.searches);
+  const share = (s: SplitSearch | undefined) =>
+    s === undefined
+      ? 'not run'
+      : `${splitName(s.split)} (${pct(s.split.token / SPLITWISE_MACHINES, 1)} token machines)`;
+  const h100 = costModelPreset(SPLITWISE_MODEL);
+  const a100 = costModelPreset(SPLITWISE_REFERENCE_MODEL);
+  const step = (model: CostModel, batch: number) =>
+    1000 *
+    model.iterationTime({
+      requests: batch,
+      newTokens: batch,
+      seqTokens: batch * 1500,
+      newTimesSeq: batch * 1500,
+    });
+  const transfers = TRACE_NAMES.flatMap((t) => f[t]?.transfers ?? []);
+  const range = (pick: (x: TransferFindings) => number, digits: number) => {
+    const v = transfers.map(pick);
+    return v.length === 0 ? 'n/a' : `${fixed(Math.min(...v), digits)}-${fixed(Math.max(...v), digits)}`;
+  };
+  return [
+    `**Provisioning.** Best splits: coding ${share(code)}, conversation ${share(conv)}; Splitwise-HH provisions coding`,
+    '35P / 5T (12.5% token machines) and conversation 25P / 15T (37.5%) at iso-power. Two mechanisms, both measured',
+    "in the tables above, push our optimum further toward prompt machines than the paper's:",
+    '',
+    '1. The binding SLO is TTFT P99, and it is set by short prompts: the column "TTFT p99 slowdown" shows prompts',
+    `   under ${LARGE_PROMPT} tokens above the 6x bound while long prompts stay near 1-2x. A short prompt's`,
+    '   uncontended A100 TTFT is little more than one pass over the weights, so waiting behind one 2,048-token prompt',
+    "   batch (FCFS, Splitwise's cap) is already a large slowdown; the P99 bound then allows only ~1% of requests to",
+    "   find their prompt machine busy, which caps a split's rate by its prompt machines at modest busy shares.",
+    `2. Decode is cheap on the roofline: an H100x8 decode step at 1,500 tokens of context takes ${fixed(step(h100, 1), 1)} ms alone and`,
+    `   ${fixed(step(h100, 64), 1)} ms for 64 requests, against ${fixed(step(a100, 1), 1)} ms for the A100 reference alone (Table IV measures 31 ms`,
+    '   and 52 ms on vLLM, ~4x ours, while our prefill is within 2x of its TTFT). So one token machine runs tens to',
+    '   over a hundred requests at once (column "decoding per token machine") within 1.25x of the reference TBT.',
+    `   With a single token machine (7P1D) the first SLO missed above the sustained rate is: ${loneTokenMachine(f)}.`,
+    '',
+    provisioningClaim(f).holds
+      ? "The direction holds (coding leans to prompt machines; conversation's best split has more token machines than"
+      : "The direction does not hold in this run (the claim needs coding's best split to lean to prompt machines and",
+    provisioningClaim(f).holds
+      ? "coding's), but the proportions are not the paper's, for the two reasons above: a per-request TTFT slowdown"
+      : "conversation's to have more token machines than coding's): with both optima pressed against 7P1D by the two",
+    provisioningClaim(f).holds
+      ? 'bound on short prompts, and a decode model with no per-step overhead beyond weights and KV.'
+      : 'reasons above, the order between the traces rests on a few requests in a P99 (see the per-split rates).',
+    '',
+    `**KV transfer.** Serialized, the KV is visible for its whole transfer (${range((x) => 1000 * x.serialized.exposed, 1)} ms median: KV of 327,680`,
+    "bytes per token at 50 GB/s); layer-wise leaves only the last layer's share and the link latency",
+    `(${range((x) => 1000 * x.layerWise.exposed, 2)} ms), below the ~5 ms residue Splitwise measured on H100 (Fig. 14; synchronization and`,
+    "launch costs we do not model). Against our ~8 ms TBT (not Table IV's 31 ms) the serialized penalty is larger",
+    "than the paper's 64%. At the sustained rates both modes also wait for admission on the token machine (the",
+    'next iteration boundary, or memory): "second-token penalty" minus "of which transfer" is that wait, similar',
+    'in both modes and most of the layer-wise penalty.',
+    '',
+  ];
+}
+
 export const splitwise: Experiment = {
   name: 'splitwise',
   defaultRequests: 1500,
@@ -579,7 +709,9 @@ export const splitwise: Experiment = {
     lines.push(
       '## KV transfer: serialized vs layer-wise',
       '',
-      "Each trace's best split at its sustained rate, run twice with every request's transfer forced to one mode.",
+      `Two settings per trace, each run twice with every request's transfer forced to one mode: light (1P1D at ${LIGHT_RPS}`,
+      "rps, little batching, near the paper's unbatched two-machine measurement) and sustained (the trace's best split at",
+      'its sustained rate).',
       `Over the disaggregated requests with prompts of ${LARGE_PROMPT}+ tokens: the visible transfer (prefill end to KV on the`,
       "token machine), the request's mean TBT on its token machine, and the second-token penalty: (prefill end to",
       'admission on the token machine) / TBT, i.e. the second token\'s gap over one TBT, queueing included; "of',
@@ -588,6 +720,18 @@ export const splitwise: Experiment = {
       ...transferTable(f),
     );
     lines.push(
+      '## Lengths and per-token times',
+      '',
+      ...lengthsTable(f, results[0]?.report.requests ?? 0, results[0]?.cell.spec.seed ?? 0),
+      'TTFT and TBT here are the cost model alone (prefill of the median prompt; mean decode step after it,',
+      'batch 1), beside Splitwise Table IV (P50, Llama-70B on vLLM, one request at a time). The public 2023 trace',
+      "is not the paper's (57 minutes of November 16, 2023; the paper's is 20 minutes of November 11): its medians differ.",
+      '',
+      '## Discussion',
+      '',
+      ...bindingText(f),
+      '',
+      ...discussion(f),
       `Runs behind the tables above: ${results.length} cells, plus the searches and transfer runs.`,
       '',
     );
