@@ -632,7 +632,7 @@ function discussion(f: Findings): string[] {
   return [
     `**Provisioning.** Best splits: coding ${share(code)}, conversation ${share(conv)}; Splitwise-HH provisions coding`,
     '35P / 5T (12.5% token machines) and conversation 25P / 15T (37.5%) at iso-power. Two mechanisms, both measured',
-    "in the tables above, push our optimum further toward prompt machines than the paper's:",
+    'in the tables above, push our optimum toward prompt machines:',
     '',
     '1. The binding SLO is TTFT P99, and it is set by short prompts: the column "TTFT p99 slowdown" shows prompts',
     `   under ${LARGE_PROMPT} tokens above the 6x bound while long prompts stay near 1-2x. A short prompt's`,
