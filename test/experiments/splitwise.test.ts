@@ -77,7 +77,7 @@ test('splitwise: the stand-in has the published medians, Poisson arrivals re-tim
       at4.map((r) => r.tokens.length),
       at1.map((r) => r.tokens.length),
     );
-    at4.forEach((r, i) => assert.ok(Math.abs(r.arrival * 4 - at1[i]!.arrival) < 1e-9));
+    for (const [i, r] of at4.entries()) assert.ok(Math.abs(r.arrival * 4 - at1[i]!.arrival) < 1e-9);
   }
 });
 
