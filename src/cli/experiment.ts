@@ -11,6 +11,8 @@ interface ExperimentFlags {
   only?: string;
   out?: string;
   azure?: string;
+  azureCode?: string;
+  azureConv?: string;
   json?: boolean;
 }
 
@@ -30,6 +32,14 @@ export function registerExperiment(program: Command): void {
     .option('--only <list>', 'comma list of series (policies or ablation steps) to run')
     .option('--out <dir>', 'report folder (default docs/results/<name>)')
     .option('--azure <file>', 'Azure LLM trace CSV for azure-mixed')
+    .option(
+      '--azure-code <file>',
+      'Azure 2023 coding trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it)',
+    )
+    .option(
+      '--azure-conv <file>',
+      'Azure 2023 conversation trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it)',
+    )
     .option(
       '--json',
       'also print the claims record on stdout: {"experiment", "claims": [{"id", "source", "statement", "paper", "measured", "holds"}]}',
@@ -57,6 +67,8 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     seed: flags.seed,
     ...(only === undefined ? {} : { only }),
     ...(flags.azure === undefined ? {} : { azureTrace: flags.azure }),
+    ...(flags.azureCode === undefined ? {} : { azureCodeTrace: flags.azureCode }),
+    ...(flags.azureConv === undefined ? {} : { azureConvTrace: flags.azureConv }),
   });
   if (cells.length === 0) throw new Error('no simulation to run (check --only)');
   const started = Date.now();
@@ -67,6 +79,9 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
   );
   const command = ['preble experiment', name, `--requests ${requests}`, `--seed ${flags.seed}`]
     .concat(flags.only === undefined ? [] : [`--only ${flags.only}`])
+    .concat(flags.azure === undefined ? [] : [`--azure ${flags.azure}`])
+    .concat(flags.azureCode === undefined ? [] : [`--azure-code ${flags.azureCode}`])
+    .concat(flags.azureConv === undefined ? [] : [`--azure-conv ${flags.azureConv}`])
     .join(' ');
   const { markdown, plots } = renderReport(experiment, results, {
     command,

@@ -3,9 +3,17 @@ import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
+import { splitwise } from './splitwise.ts';
 import type { Experiment } from './types.ts';
 
-export const experiments: readonly Experiment[] = [prebleE2e, ablation, azureMixed, distserve, prefixDisagg];
+export const experiments: readonly Experiment[] = [
+  prebleE2e,
+  ablation,
+  azureMixed,
+  distserve,
+  splitwise,
+  prefixDisagg,
+];
 
 export function findExperiment(name: string): Experiment {
   const e = experiments.find((x) => x.name === name);

@@ -24,6 +24,9 @@ export interface ExperimentOptions {
   readonly only?: readonly string[];
   /** Files the experiment may read (the Azure trace). */
   readonly azureTrace?: string;
+  /** The Azure 2023 coding and conversation traces (splitwise; a stand-in where absent). */
+  readonly azureCodeTrace?: string;
+  readonly azureConvTrace?: string;
 }
 
 /** One entry of `preble experiment NAME --json` (docs/design.md, "Experiments and their claims"). */

@@ -1,4 +1,11 @@
-export { type GoodputOptions, type GoodputProbe, type GoodputResult, goodput } from './goodput.ts';
+export {
+  type GoodputOptions,
+  type GoodputProbe,
+  type GoodputResult,
+  goodput,
+  highestPassingRate,
+  type RateSearch,
+} from './goodput.ts';
 export { type InstanceSummary, perInstance } from './per-instance.ts';
 export { isCompleted, type RequestRecord, tpotOf, ttftOf } from './record.ts';
 export { type Slo, type SloAttainment, sloAttainment } from './slo.ts';

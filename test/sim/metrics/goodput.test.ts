@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { goodput } from '../../../src/sim/metrics/goodput.ts';
+import { goodput, highestPassingRate } from '../../../src/sim/metrics/goodput.ts';
 
 /** A synthetic system whose SLO attainment falls linearly from 1 at 0 req/s to 0 at 2 × capacity. */
 function system(capacity: number) {
@@ -59,5 +59,25 @@ describe('goodput', () => {
     assert.throws(() => goodput(() => ({}), { low: 1 }), /must summarize with an slo/);
     assert.throws(() => goodput(system(1), { low: 0 }), /low must be a positive rate/);
     assert.throws(() => goodput(system(1), { low: 2, high: 1 }), /must exceed low/);
+  });
+});
+
+describe('highestPassingRate', () => {
+  it('brackets any pass/fail test and stops within relativeTolerance of the failing end', () => {
+    const probed: number[] = [];
+    const result = highestPassingRate(
+      (rps) => {
+        probed.push(rps);
+        return rps <= 10;
+      },
+      { low: 1, relativeTolerance: 0.1 },
+    );
+    assert.equal(result.bracketed, true);
+    assert.ok(result.rps <= 10 && result.rps > 10 * 0.9 - 1e-9, `${result.rps}`);
+    assert.deepEqual(probed.slice(0, 5), [1, 2, 4, 8, 16]);
+    assert.deepEqual(
+      highestPassingRate(() => false, { low: 1 }),
+      { rps: 0, bracketed: true },
+    );
   });
 });
