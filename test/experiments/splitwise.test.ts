@@ -101,6 +101,8 @@ function record(fields: Partial<SimRecord>): SimRecord {
     transferStart: -1,
     transferEnd: -1,
     decodeStart: -1,
+    movedKvTokens: -1,
+    movedKvBytes: -1,
     ...fields,
   };
 }
