@@ -137,6 +137,8 @@ async function sim(flags: SimFlags): Promise<void> {
     flags.fleet === undefined
       ? undefined
       : (await import('./fleet-file.ts')).fleetFromFlag(flags.fleet, flags.model);
+  // The workload's working set scales with the cluster (docs/design.md, "Workloads").
+  const instances = fleet === undefined ? flags.instances : fleet.instances.length;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
     const options = policyOptions.get(policy);
     return {
@@ -159,7 +161,7 @@ async function sim(flags: SimFlags): Promise<void> {
     if (rates.length !== 1) throw new Error('--goodput takes one --rps: the rate its search starts from');
     if (flags.out !== undefined) throw new Error('--goodput writes no --out files; run the rates it finds');
     const stream = (rps: number) =>
-      workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+      workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed, instances });
     const { goodputTable, searchGoodput } = await import('./sim-goodput.ts');
     const results = policies.map((policy) =>
       searchGoodput((rps) => specFor(policy, rps, stream(rps)), { low: rates[0]!, target: flags.goodput! }),
@@ -172,7 +174,12 @@ async function sim(flags: SimFlags): Promise<void> {
   const progress = createProgress(flags.requests * rates.length * policies.length);
   try {
     for (const rps of rates) {
-      const requests = workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+      const requests = workloadStream(flags.workload, {
+        requests: flags.requests,
+        rps,
+        seed: flags.seed,
+        instances,
+      });
       for (const policy of policies) {
         const done = progress.offset();
         const { report, result } = runSimulation({
