@@ -1,4 +1,5 @@
 import type { Tokens } from '../core/types.ts';
+import { commonPrefix, compareTokens } from './stats.ts';
 import type { WorkloadRequest } from './types.ts';
 
 /** How much reusable prefix a stream keeps alive at once, in tokens. */
@@ -13,19 +14,6 @@ export interface WorkingSet {
   readonly peakTokens: number;
   /** Every shared-prefix token of the stream, live or not (the trie of shared prefixes). */
   readonly distinctSharedTokens: number;
-}
-
-function compareTokens(a: Tokens, b: Tokens): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return a.length - b.length;
-}
-
-function commonPrefix(a: Tokens, b: Tokens): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }
 
 /**
