@@ -5,7 +5,7 @@ import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/regis
 import type { SimReport, SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { ensureWritableDir } from './out-dir.ts';
-import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 interface SimFlags {
@@ -24,6 +24,7 @@ interface SimFlags {
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
+  warmup?: number;
   out?: string;
   json?: boolean;
 }
@@ -62,6 +63,11 @@ export function registerSim(program: Command): void {
       '--goodput <share>',
       'instead of runs at --rps: per policy, the highest rate at which this share of requests meets both SLOs (e.g. 0.9), searched up from --rps',
       share,
+    )
+    .option(
+      '--warmup <s>',
+      'leave requests arriving in the first S seconds out of latency, TTFT, TPOT and hit rate (cold caches)',
+      nonNegativeNumber,
     )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
@@ -154,6 +160,7 @@ async function sim(flags: SimFlags): Promise<void> {
       queuePolicy: flags.queuePolicy as SimReport['queuePolicy'] | 'auto',
       ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
       ...(slo === undefined ? {} : { slo }),
+      ...(flags.warmup === undefined ? {} : { warmupSeconds: flags.warmup }),
     };
   };
   if (flags.goodput !== undefined) {
