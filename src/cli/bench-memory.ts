@@ -42,7 +42,12 @@ function memory(): { heapMB: number; rssMB: number } {
 function benchMemory(flags: BenchMemoryFlags): void {
   const rps = flags.rps ?? 3 * flags.instances;
   const every = flags.every ?? Math.max(1, Math.floor(flags.requests / 10));
-  const stream = createWorkload(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+  const stream = createWorkload(flags.workload, {
+    requests: flags.requests,
+    rps,
+    seed: flags.seed,
+    instances: flags.instances,
+  });
   const samples = runMemoryBench({
     stream,
     instances: flags.instances,

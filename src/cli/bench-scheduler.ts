@@ -44,7 +44,14 @@ function benchScheduler(flags: BenchSchedulerFlags): void {
   const costModel = costModelPreset(flags.model);
   const rps = flags.rps ?? 3 * flags.instances;
   process.stderr.write(`generating ${flags.requests} ${flags.workload} requests at ${rps} req/s...\n`);
-  const requests = [...createWorkload(flags.workload, { requests: flags.requests, rps, seed: flags.seed })];
+  const requests = [
+    ...createWorkload(flags.workload, {
+      requests: flags.requests,
+      rps,
+      seed: flags.seed,
+      instances: flags.instances,
+    }),
+  ];
   const results = runSchedulerBench({
     policies,
     instances: flags.instances,

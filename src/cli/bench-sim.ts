@@ -52,7 +52,8 @@ function benchSim(flags: BenchSimFlags): void {
     rps,
     costModel: costModelPreset(flags.model),
     seed: flags.seed,
-    requests: () => createWorkload(flags.workload, { requests: flags.requests, rps, seed: flags.seed }),
+    requests: () =>
+      createWorkload(flags.workload, { requests: flags.requests, rps, seed: flags.seed, instances }),
     onProgress: (n) => {
       if (n % 10_000 === 0) process.stderr.write(`${n} requests simulated\n`);
     },

@@ -5,7 +5,7 @@ import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/regis
 import type { SimReport, SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { ensureWritableDir } from './out-dir.ts';
-import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 interface SimFlags {
@@ -25,6 +25,7 @@ interface SimFlags {
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
+  warmup?: number;
   out?: string;
   json?: boolean;
 }
@@ -69,6 +70,11 @@ export function registerSim(program: Command): void {
       '--goodput <share>',
       'instead of runs at --rps: per policy, the highest rate at which this share of requests meets both SLOs (e.g. 0.9), searched up from --rps',
       share,
+    )
+    .option(
+      '--warmup <s>',
+      'leave requests arriving in the first S seconds out of latency, TTFT, TPOT and hit rate (cold caches)',
+      nonNegativeNumber,
     )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
@@ -150,6 +156,8 @@ async function sim(flags: SimFlags): Promise<void> {
       : await import('./fleet-action.ts').then(({ parseFleetAction }) =>
           flags.fleetAction.flatMap((value) => parseFleetAction(value, flags.model)),
         );
+  // The workload's working set scales with the cluster (docs/design.md, "Workloads").
+  const instances = fleet === undefined ? flags.instances : fleet.instances.length;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
     const options = policyOptions.get(policy);
     return {
@@ -166,6 +174,7 @@ async function sim(flags: SimFlags): Promise<void> {
       queuePolicy: flags.queuePolicy as SimReport['queuePolicy'] | 'auto',
       ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
       ...(slo === undefined ? {} : { slo }),
+      ...(flags.warmup === undefined ? {} : { warmupSeconds: flags.warmup }),
     };
   };
   if (flags.goodput !== undefined) {
@@ -173,7 +182,7 @@ async function sim(flags: SimFlags): Promise<void> {
     if (rates.length !== 1) throw new Error('--goodput takes one --rps: the rate its search starts from');
     if (flags.out !== undefined) throw new Error('--goodput writes no --out files; run the rates it finds');
     const stream = (rps: number) =>
-      workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+      workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed, instances });
     const { goodputTable, searchGoodput } = await import('./sim-goodput.ts');
     const results = policies.map((policy) =>
       searchGoodput((rps) => specFor(policy, rps, stream(rps)), { low: rates[0]!, target: flags.goodput! }),
@@ -186,7 +195,12 @@ async function sim(flags: SimFlags): Promise<void> {
   const progress = createProgress(flags.requests * rates.length * policies.length);
   try {
     for (const rps of rates) {
-      const requests = workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed });
+      const requests = workloadStream(flags.workload, {
+        requests: flags.requests,
+        rps,
+        seed: flags.seed,
+        instances,
+      });
       for (const policy of policies) {
         const done = progress.offset();
         const { report, result } = runSimulation({

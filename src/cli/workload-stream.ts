@@ -6,15 +6,18 @@ import type { WorkloadRequest } from '../workloads/types.ts';
 /**
  * A factory of identical request streams for a `--workload` value: a generator or a
  * `synthetic:in=LENGTH,out=LENGTH` form (Poisson at `rps`, default 4), or a trace file (read once; re-timed to `rps` when given, else its own timing).
+ * A generator sizes its working set for `instances` (the cluster's; default 2, the authors' unit).
  */
 export function workloadStream(
   workload: string,
-  options: { requests: number; rps?: number; seed: number },
+  options: { requests: number; rps?: number; seed: number; instances?: number },
 ): () => Iterable<WorkloadRequest> {
   const spec = parseWorkloadSpec(workload);
   if (spec.kind === 'generator') {
     const rps = options.rps ?? 4;
-    return () => createWorkload(spec.name, { requests: options.requests, rps, seed: options.seed });
+    const { requests, seed, instances } = options;
+    return () =>
+      createWorkload(spec.name, { requests, rps, seed, ...(instances === undefined ? {} : { instances }) });
   }
   if (spec.kind === 'synthetic') {
     const rps = options.rps ?? 4;

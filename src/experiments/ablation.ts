@@ -5,6 +5,7 @@ import { fixed } from '../report/text-table.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { ratiosTo } from './ratios.ts';
 import type { Cell, CellResult, Experiment, ExperimentOptions } from './types.ts';
+import { warmupSeconds } from './warmup.ts';
 
 interface Step {
   readonly series: string;
@@ -29,12 +30,16 @@ export const ABLATION_STEPS: readonly Step[] = [
   { series: '+ priority groups (Preble)', policy: 'e2', queuePolicy: 'priority-groups', options: {} },
 ];
 
+/** Toolbench with the authors' Zipf-1.1 popularity (their `e2e_234r_toolbench_config.py`). */
+export const ABLATION_WORKLOAD = 'toolbench:zipf=1.1';
+
 /** Per-instance rates: Toolbench with Zipf-1.1 tool popularity on 4 Mistral-7B/A6000 instances. */
 export const ABLATION_RATES_PER_INSTANCE = [2, 4, 6] as const;
 
 export const ablation: Experiment = {
   name: 'ablation',
   defaultRequests: 4000,
+  showWorkingSet: true,
   title: 'Ablation (paper, Figure 5): Toolbench with Zipf-1.1 tools on 4 instances, one mechanism at a time',
   renamedSeries: {
     '+ rebalancing, autoscaling': '+ rebalancing and prefix replication',
@@ -49,24 +54,25 @@ export const ablation: Experiment = {
       for (const step of ABLATION_STEPS) {
         if (options.only !== undefined && !options.only.includes(step.series)) continue;
         cells.push({
-          panel: 'toolbench (Zipf 1.1), 4 x Mistral-7B on A6000',
+          panel: 'toolbench (Zipf 1.1, 500 tools per instance), 4 x Mistral-7B on A6000',
           series: step.series,
           spec: {
             policy: step.policy,
-            workload: 'toolbench',
+            workload: ABLATION_WORKLOAD,
             instances,
             rps,
             costModel,
             seed: options.seed,
+            warmupSeconds: warmupSeconds(options.requests, rps),
             queuePolicy: step.queuePolicy,
             ...(step.options === undefined ? {} : { policyOptions: step.options }),
+            // The authors' Zipf config: 1000 tools per 2 GPUs, Zipf 1.1, scaled with the cluster.
             requests: () =>
-              createWorkload('toolbench', {
+              createWorkload(ABLATION_WORKLOAD, {
                 requests: options.requests,
                 rps,
                 seed: options.seed,
-                popularity: 'zipf',
-                zipfExponent: 1.1,
+                instances,
               }),
           },
         });

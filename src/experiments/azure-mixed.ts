@@ -6,6 +6,7 @@ import { mixed } from '../workloads/mixed.ts';
 import { traceArrivals } from '../workloads/traces/registry.ts';
 import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { Cell, CellResult, Experiment, ExperimentOptions } from './types.ts';
+import { warmupSeconds } from './warmup.ts';
 
 export const DEFAULT_AZURE_TRACE = '../shared/data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv';
 
@@ -15,6 +16,7 @@ export const AZURE_MIXED_RATES_PER_INSTANCE = [1, 2, 3] as const;
 export const azureMixed: Experiment = {
   name: 'azure-mixed',
   defaultRequests: 3000,
+  showWorkingSet: true,
   title:
     "Azure arrivals (paper, Figure 4): Toolbench and VideoQA mixed, with the Azure trace's arrival pattern, on 4 instances",
   cells(options: ExperimentOptions): Cell[] {
@@ -34,6 +36,7 @@ export const azureMixed: Experiment = {
             requests: options.requests,
             rps,
             seed: options.seed,
+            instances,
             components: [{ name: 'toolbench' }, { name: 'video-qa' }],
           }),
           arrivals,
@@ -49,6 +52,7 @@ export const azureMixed: Experiment = {
             rps,
             costModel,
             seed: options.seed,
+            warmupSeconds: warmupSeconds(options.requests, rps),
             requests,
           },
         });

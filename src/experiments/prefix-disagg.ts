@@ -72,7 +72,7 @@ function specFor(design: Design, workload: string, rps: number, requests: number
     ...(disaggregated
       ? { fleet: fleet.instances, kvTransfer: { placement: fleet, mode: fleet.transferMode } }
       : {}),
-    requests: () => createWorkload(workload, { requests, rps, seed }),
+    requests: () => createWorkload(workload, { requests, rps, seed, instances: INSTANCES }),
   };
 }
 

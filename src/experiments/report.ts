@@ -1,4 +1,5 @@
 import { fixed } from '../report/text-table.ts';
+import { workingSet } from '../workloads/working-set.ts';
 import { ratiosTo } from './ratios.ts';
 import type { CellResult, Experiment } from './types.ts';
 
@@ -36,6 +37,13 @@ export function renderReport(
     const rates = unique(inPanel.map((r) => r.report.rps)).sort((a, b) => a - b);
     const seriesNames = unique(inPanel.map((r) => r.cell.series));
     lines.push(`## ${panel}`, '');
+    if (experiment.showWorkingSet === true) lines.push(...memoryLines(inPanel[0]!), '');
+    const firsts = rates.map((x) => inPanel.find((c) => c.report.rps === x)!.report);
+    if (firsts.some((r) => r.warmup !== undefined))
+      lines.push(
+        `Warm-up left out of the latency, TTFT, TPOT and hit-rate figures below (requests arriving before it, counted for the first series; of a run lasting): ${firsts.map((r) => `${r.rps} rps: ${r.warmup === undefined ? 'none' : `${fixed(r.warmup.seconds, 0)} s, ${r.warmup.excluded} requests`} of ${fixed(r.durationSeconds, 0)} s`).join('; ')}.`,
+        '',
+      );
     lines.push(`| series | ${rates.map((x) => `${x} rps: mean / p99 latency`).join(' | ')} |`);
     lines.push(`|---|${rates.map(() => '---').join('|')}|`);
     for (const s of seriesNames) {
@@ -110,6 +118,33 @@ export function renderReport(
   }
   lines.push(experiment.discuss(results));
   return { markdown: `${lines.join('\n')}\n`, plots };
+}
+
+/** The panel's working set against the fleet's KV (the stream's contents are the same at every rate). */
+export function panelMemory(result: CellResult): {
+  workingSetTokens: number;
+  peakTokens: number;
+  fleetKvTokens: number;
+  instanceKvTokens: number;
+} {
+  const ws = workingSet(result.cell.spec.requests());
+  const instanceKvTokens = result.cell.spec.kvCapacityTokens ?? result.cell.spec.costModel.kvCapacityTokens;
+  return {
+    workingSetTokens: ws.meanTokens,
+    peakTokens: ws.peakTokens,
+    instanceKvTokens,
+    fleetKvTokens: instanceKvTokens * result.cell.spec.instances,
+  };
+}
+
+function memoryLines(result: CellResult): string[] {
+  const m = panelMemory(result);
+  const k = (tokens: number) => `${fixed(tokens / 1000, 0)}k`;
+  return [
+    '| working set (live shared-prefix tokens, mean / peak) | fleet KV (instances x per instance) | working set / fleet KV | / one instance KV |',
+    '|---|---|---|---|',
+    `| ${k(m.workingSetTokens)} / ${k(m.peakTokens)} | ${k(m.fleetKvTokens)} (${result.cell.spec.instances} x ${k(m.instanceKvTokens)}) | ${fixed(m.workingSetTokens / m.fleetKvTokens, 2)} | ${fixed(m.workingSetTokens / m.instanceKvTokens, 2)} |`,
+  ];
 }
 
 function unique<T>(values: readonly T[]): T[] {

@@ -53,6 +53,11 @@ export interface Experiment {
   cells(options: ExperimentOptions): Cell[];
   /** Series renamed since a release: old name -> new name (`--only` refuses the old one with a hint). */
   readonly renamedSeries?: Readonly<Record<string, string>>;
+  /**
+   * Each panel's report states its working set (live shared-prefix tokens of the stream,
+   * `workloads/working-set.ts`) against the fleet's KV capacity (instances x the preset's KV tokens).
+   */
+  readonly showWorkingSet?: boolean;
   /** Markdown body (after the generated tables and plots): the comparison with the paper. */
   discuss(results: readonly CellResult[]): string;
   /** The claims record, computed from the cells' results (and any search the experiment runs on them). */

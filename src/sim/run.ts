@@ -57,6 +57,8 @@ export interface SimSpec {
   readonly policyOptions?: Readonly<Record<string, unknown>>;
   /** SLO targets in seconds, for attainment. */
   readonly slo?: { readonly ttft: number; readonly tpot: number };
+  /** Leave requests arriving before this time out of the latency and hit-rate figures (`summarize`). */
+  readonly warmupSeconds?: number;
   readonly onProgress?: (finished: number) => void;
 }
 
@@ -88,6 +90,8 @@ export interface SimReport {
   readonly throughputRps: number;
   readonly perInstance: readonly { requests: number; busyFraction: number; cacheHitRate: number }[];
   readonly sloAttainment?: { readonly ttft: number; readonly tpot: number; readonly both: number };
+  /** With a warm-up (`SimSpec.warmupSeconds`): its length and the completed requests it left out. */
+  readonly warmup?: { readonly seconds: number; readonly excluded: number };
   /** With a fleet: its GPUs, and its price per hour where every instance has one. */
   readonly gpus?: number;
   readonly costPerHour?: number;
@@ -217,7 +221,10 @@ function simInstance(instance: FleetInstance, kvCapacityTokens: number | undefin
 
 function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult): SimReport {
   const { records } = result;
-  const summary = summarize(records, spec.slo === undefined ? {} : { slo: spec.slo });
+  const summary = summarize(records, {
+    ...(spec.slo === undefined ? {} : { slo: spec.slo }),
+    ...(spec.warmupSeconds === undefined ? {} : { warmupSeconds: spec.warmupSeconds }),
+  });
   const branches: Record<string, number> = {};
   let prompt = 0;
   let predicted = 0;
@@ -253,6 +260,9 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     throughputRps: summary.throughputRps,
     perInstance: perInstance(records, result.busySeconds, result.durationSeconds),
     ...(summary.sloAttainment === undefined ? {} : { sloAttainment: summary.sloAttainment }),
+    ...(summary.warmupExcluded === undefined
+      ? {}
+      : { warmup: { seconds: spec.warmupSeconds!, excluded: summary.warmupExcluded } }),
     ...fleetFigures(spec.fleet),
     queuePolicy,
     ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),

@@ -2,18 +2,29 @@ import type { Random } from '../core/random.ts';
 import type { Tokens } from '../core/types.ts';
 import { logNormalLength, normalCount } from './lengths.ts';
 import { interleaveSessions } from './sessions.ts';
-import { checkPositiveInteger, defineWorkload, type RequestDraft } from './stream.ts';
+import { checkPositiveInteger, defineWorkload, type RequestDraft, scaleInstances } from './stream.ts';
 import { concatTokens, randomTokens } from './tokens.ts';
 import type { WorkloadOptions, WorkloadRequest } from './types.ts';
 
 export interface EmbodiedAgentOptions extends WorkloadOptions {
-  /** Chains in progress at once; each arrival is the next step of one of them. Default 16. */
+  /**
+   * Chains in progress at once (the working set); each arrival is the next step of one of them.
+   * Default `CHAINS_PER_INSTANCE` x instances; given, it is used whatever the cluster size (16 was
+   * this generator's earlier, fixed default).
+   */
   readonly activeChains?: number;
   /** Mean steps (LLM calls) per chain. Default 48, Table 1's requests per key portion. */
   readonly meanSteps?: number;
   /** Standard deviation of the steps per chain (normal, at least 1). Default 8. */
   readonly stepsStd?: number;
 }
+
+/**
+ * The authors run 200 ALFWorld environments per 2 GPUs, scaled with the GPU count
+ * (`e2e_virtualenv_config.py`: `[200, 3600, 15]` through `scale_to_gpu`), each a chain of steps. Per
+ * instance: 100 chains in progress.
+ */
+export const CHAINS_PER_INSTANCE = 100;
 
 /**
  * Lengths fitted to Table 1 (prompt 2285 +- 471, output 16 +- 13, key portion 76%). Table 1's 48
@@ -31,7 +42,7 @@ const OUTPUT_TOKENS = { mean: 16, std: 13, min: 1 };
  * observation. Chains are interleaved; the steps of one chain arrive in order under one session id.
  */
 export function embodiedAgent(options: EmbodiedAgentOptions): Iterable<WorkloadRequest> {
-  const activeChains = options.activeChains ?? 16;
+  const activeChains = options.activeChains ?? CHAINS_PER_INSTANCE * scaleInstances(options);
   checkPositiveInteger('activeChains', activeChains);
   const steps = { mean: options.meanSteps ?? 48, std: options.stepsStd ?? 8, min: 1 };
   if (!(steps.mean >= 1) || !(steps.std >= 0)) throw new Error('meanSteps must be >= 1 and stepsStd >= 0');

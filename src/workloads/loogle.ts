@@ -2,16 +2,27 @@ import type { Random } from '../core/random.ts';
 import type { Tokens } from '../core/types.ts';
 import { logNormalLength } from './lengths.ts';
 import { interleaveSessions } from './sessions.ts';
-import { checkPositiveInteger, defineWorkload, type RequestDraft } from './stream.ts';
+import { checkPositiveInteger, defineWorkload, type RequestDraft, scaleInstances } from './stream.ts';
 import { concatTokens, randomTokens } from './tokens.ts';
 import type { WorkloadOptions, WorkloadRequest } from './types.ts';
 
 export interface LoogleOptions extends WorkloadOptions {
-  /** Documents being asked about at once; each arrival is a question about one of them. Default 16. */
+  /**
+   * Documents being asked about at once (the working set); each arrival is a question about one of
+   * them. Default `DOCUMENTS_PER_INSTANCE` x instances; given, it is used whatever the cluster size
+   * (16 was this generator's earlier, fixed default).
+   */
   readonly activeDocuments?: number;
   /** Share of documents asked about only once. Default 0.6: ~8% of requests, Table 1's 91% shared. */
   readonly oneOffShare?: number;
 }
+
+/**
+ * The authors ask about 24 LooGLE documents per 2 GPUs, scaled with the GPU count
+ * (`e2e_234r_loogle_config.py`: `scale_to_gpu([24, 393, 0.7], gpus / 2)`), questions shuffled over the
+ * run. Per instance: 12 documents in the working set.
+ */
+export const DOCUMENTS_PER_INSTANCE = 12;
 
 /** LooGLE's system prompt is 13 tokens. */
 const SYSTEM_PROMPT_TOKENS = 13;
@@ -24,7 +35,7 @@ const OUTPUT_TOKENS = { mean: 16, std: 9.9, min: 1 };
 
 /** LooGLE-like long-document QA: a 13-token system prompt + a long document (key portion) + a question. */
 export function loogle(options: LoogleOptions): Iterable<WorkloadRequest> {
-  const activeDocuments = options.activeDocuments ?? 16;
+  const activeDocuments = options.activeDocuments ?? DOCUMENTS_PER_INSTANCE * scaleInstances(options);
   checkPositiveInteger('activeDocuments', activeDocuments);
   const oneOffShare = options.oneOffShare ?? 0.6;
   if (!(oneOffShare >= 0 && oneOffShare <= 1)) {

@@ -40,6 +40,7 @@ export function mixed(options: MixedOptions): Iterable<WorkloadRequest> {
   const choiceSeed = seeds.int(0, 0x7fffffff);
   const workloads = components.map((component, i) =>
     baseWorkloads[component.name]({
+      ...(options.instances === undefined ? {} : { instances: options.instances }),
       ...component.options,
       requests: Number.POSITIVE_INFINITY,
       rps: (options.rps * weights[i]!) / total || options.rps,

@@ -63,24 +63,98 @@ export function isWorkloadName(name: string): name is WorkloadName {
   return Object.hasOwn(WORKLOADS, name);
 }
 
+type OptionValue = (value: string, key: string) => Partial<AnyWorkloadOptions>;
+
+const positiveInteger = (value: string, key: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`workload option ${key}: expected a positive integer, got '${value}'`);
+  return n;
+};
+const oneOf =
+  <T extends string>(values: readonly T[]) =>
+  (value: string, key: string): T => {
+    if (!(values as readonly string[]).includes(value))
+      throw new Error(`workload option ${key}: expected one of ${values.join(', ')}, got '${value}'`);
+    return value as T;
+  };
+
 /**
- * The named workload's request stream, or a `synthetic:in=LENGTH,out=LENGTH` form's; throws listing
- * the valid names for an unknown one, and a one-line error naming the bad part of a synthetic form.
+ * `NAME:KEY=VALUE,...` options per generator (`toolbench:zipf=1.1`, `programming:order=bursts`): each
+ * sets the generator's own option of the same meaning (see its options interface and docs/design.md).
+ */
+const WORKLOAD_OPTIONS: Partial<Record<WorkloadName, Readonly<Record<string, OptionValue>>>> = {
+  toolbench: {
+    tools: (v, k) => ({ tools: positiveInteger(v, k) }),
+    popularity: (v, k) => ({ popularity: oneOf(['uniform', 'zipf'] as const)(v, k) }),
+    zipf: (v, k) => {
+      const exponent = Number(v);
+      if (!(exponent > 0)) throw new Error(`workload option ${k}: expected a positive exponent, got '${v}'`);
+      return { popularity: 'zipf', zipfExponent: exponent };
+    },
+  },
+  'embodied-agent': { chains: (v, k) => ({ activeChains: positiveInteger(v, k) }) },
+  programming: {
+    order: (v, k) => ({ order: oneOf(['shuffled', 'bursts'] as const)(v, k) }),
+    problems: (v, k) => ({ problems: positiveInteger(v, k) }),
+    samples: (v, k) => ({ samplesPerProblem: positiveInteger(v, k) }),
+    demo: (v, k) => ({ demonstrationTokens: positiveInteger(v, k) }),
+    maxOutput: (v, k) => ({ maxOutputTokens: positiveInteger(v, k) }),
+  },
+  'video-qa': { videos: (v, k) => ({ activeVideos: positiveInteger(v, k) }) },
+  loogle: { documents: (v, k) => ({ activeDocuments: positiveInteger(v, k) }) },
+};
+
+/** A generator's name and the options of its `NAME:KEY=VALUE,...` form; undefined if `spec` names none. */
+export function parseGeneratorSpec(
+  spec: string,
+): { readonly name: WorkloadName; readonly options: Partial<AnyWorkloadOptions> } | undefined {
+  const colon = spec.indexOf(':');
+  const name = colon === -1 ? spec : spec.slice(0, colon);
+  if (!isWorkloadName(name)) return undefined;
+  if (colon === -1) return { name, options: {} };
+  const known = WORKLOAD_OPTIONS[name] ?? {};
+  let options: Partial<AnyWorkloadOptions> = {};
+  for (const part of spec.slice(colon + 1).split(',')) {
+    const eq = part.indexOf('=');
+    const key = eq === -1 ? part : part.slice(0, eq);
+    const parse = Object.hasOwn(known, key) ? known[key] : undefined;
+    if (eq === -1 || parse === undefined) {
+      const keys = Object.keys(known);
+      throw new Error(
+        `workload '${spec}': '${part}' is not KEY=VALUE with a known key; ${name} takes ${keys.length === 0 ? 'no options' : keys.join(', ')}`,
+      );
+    }
+    options = { ...options, ...parse(part.slice(eq + 1), key) };
+  }
+  return { name, options };
+}
+
+/**
+ * The named workload's request stream (`NAME` or `NAME:KEY=VALUE,...`), or a
+ * `synthetic:in=LENGTH,out=LENGTH` form's; throws listing the valid names for an unknown one, and a
+ * one-line error naming the bad part of a synthetic form or an option. Options in the name override
+ * the same options in `options`.
  */
 export function createWorkload(name: string, options: AnyWorkloadOptions): Iterable<WorkloadRequest> {
   if (isSyntheticForm(name)) return synthetic(name, options);
-  if (!isWorkloadName(name)) {
+  const generator = parseGeneratorSpec(name);
+  if (generator === undefined) {
     throw new Error(
       `unknown workload '${name}'; valid workloads: ${workloadNames.join(', ')}, ${SYNTHETIC_FORM}`,
     );
   }
-  return (WORKLOADS[name] as WorkloadEntry).create(options);
+  return (WORKLOADS[generator.name] as WorkloadEntry).create({ ...options, ...generator.options });
 }
 
 /** One line per generator and trace form, for `--help`. */
 export function describeWorkloads(): string[] {
   return [
     ...workloadNames.map((name) => `${name}: ${WORKLOADS[name].summary}`),
+    'NAME:KEY=VALUE,...: a generator with options, e.g. toolbench:zipf=1.1,tools=300 or',
+    '  programming:order=bursts; keys: toolbench tools, popularity, zipf; embodied-agent chains;',
+    '  programming order, problems, samples, demo, maxOutput; video-qa videos; loogle documents',
+    '  (working sets otherwise scale with --instances as the authors did: docs/design.md, "Workloads")',
     `${SYNTHETIC_FORM}: independent requests, Poisson at --rps, no sharing; LENGTH is one of`,
     `  ${LENGTH_DIST_FORMS}`,
     '  (args positional or named; min=/max= clamp, default min 1), e.g. synthetic:in=512,out=64 or',

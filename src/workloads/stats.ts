@@ -59,13 +59,15 @@ export function meanStd(values: readonly number[]): MeanStd {
   return { mean, std: Math.sqrt(squares / values.length) };
 }
 
-function compareTokens(a: Tokens, b: Tokens): number {
+/** Lexicographic order of token strings (a prefix first). */
+export function compareTokens(a: Tokens, b: Tokens): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return a.length - b.length;
 }
 
-function commonPrefix(a: Tokens, b: Tokens): number {
+/** Length of the longest common prefix. */
+export function commonPrefix(a: Tokens, b: Tokens): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a[i] === b[i]) i++;

@@ -7,6 +7,8 @@ import type { WorkloadOptions, WorkloadRequest } from './types.ts';
 export interface RequestDraft {
   readonly tokens: Tokens;
   readonly outputTokens: number;
+  /** The client's max_tokens, when the workload sets one (`outputTokens` is at most this). */
+  readonly maxTokens?: number;
   readonly sessionId?: string;
 }
 
@@ -18,12 +20,22 @@ export function checkWorkloadOptions(options: WorkloadOptions): void {
   }
   if (!(rps > 0) || !Number.isFinite(rps)) throw new Error(`rps must be a positive number, got ${rps}`);
   if (!Number.isFinite(seed)) throw new Error(`seed must be a finite number, got ${seed}`);
+  if (options.instances !== undefined) scaleInstances(options);
 }
 
 /** Throws unless `value` (the option `label`) is a positive integer. */
 export function checkPositiveInteger(label: string, value: number): void {
   if (!Number.isInteger(value) || value < 1)
     throw new Error(`${label} must be a positive integer, got ${value}`);
+}
+
+/** The cluster size a generator scales by: `options.instances`, default 2 (the authors' unit). */
+export function scaleInstances(options: WorkloadOptions): number {
+  const instances = options.instances ?? 2;
+  if (!Number.isInteger(instances) || instances < 1) {
+    throw new Error(`instances must be a positive integer, got ${instances}`);
+  }
+  return instances;
 }
 
 /**
@@ -53,12 +65,13 @@ function* stamp(
   for (let n = 0; n < options.requests; n++) {
     const draft = source.next();
     if (draft.done) throw new Error(`${workload}: the draft stream ended after ${n} requests`);
-    const { tokens, outputTokens, sessionId } = draft.value;
+    const { tokens, outputTokens, maxTokens, sessionId } = draft.value;
     const request: WorkloadRequest = {
       id: `${workload}-${n}`,
       arrival: arrivals.next(),
       tokens,
       outputTokens,
+      ...(maxTokens === undefined ? {} : { maxTokens }),
       workload,
     };
     yield sessionId === undefined ? request : { ...request, sessionId };

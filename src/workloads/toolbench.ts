@@ -1,21 +1,39 @@
 import { type Random, ZipfSampler } from '../core/random.ts';
 import type { Tokens } from '../core/types.ts';
 import { logNormalLength } from './lengths.ts';
-import { checkPositiveInteger, defineWorkload, type RequestDraft } from './stream.ts';
+import { checkPositiveInteger, defineWorkload, type RequestDraft, scaleInstances } from './stream.ts';
 import { concatTokens, randomTokens } from './tokens.ts';
 import type { WorkloadOptions, WorkloadRequest } from './types.ts';
 
 export interface ToolbenchOptions extends WorkloadOptions {
   /**
-   * Distinct tools. Default 300, the authors' ToolBench config per 2 GPUs. Under Zipf popularity the
-   * requests sharing a tool grow with requests/tools: ~58 per request at 1000 requests (Table 1: 39).
+   * Distinct tools (the working set). Default: scaled with the cluster as the authors' generators do,
+   * per instance `TOOLS_PER_INSTANCE` (uniform) or `ZIPF_TOOLS_PER_INSTANCE` (Zipf). Given, it is
+   * used whatever the cluster size (`tools=300` with Zipf 1.1 is this generator's earlier default).
    */
   readonly tools?: number;
-  /** How requests pick a tool. Default 'zipf' (the authors' popularity-skewed config). */
+  /**
+   * How requests pick a tool. Default 'uniform': the authors' end-to-end ToolBench configs use
+   * `LoadDistribution.EVEN` (`e2e_2r_toolbench_config.py`, `e2e_4r_toolbench_config.py`).
+   */
   readonly popularity?: 'uniform' | 'zipf';
-  /** Zipf exponent over tool ranks. Default 1.1, as the authors used (never scaled with the GPU count). */
+  /** Zipf exponent over tool ranks (with 'zipf'). Default 1.1, the authors' (never scaled with the GPU count). */
   readonly zipfExponent?: number;
 }
+
+/**
+ * The authors' end-to-end ToolBench configs draw 200 evenly popular tools per 2 GPUs and scale them
+ * with the GPU count (`scale_to_gpu([200, 3600, 12], gpus / 2)`, `e2e_2r_toolbench_config.py`,
+ * `e2e_4r_toolbench_config.py`); `e2e_toolbench_config.py` uses 300 per 2 GPUs. We take 200: the
+ * configs of the 2- and 4-GPU clusters our grid runs. Per instance: 100.
+ */
+export const TOOLS_PER_INSTANCE = 100;
+/**
+ * The authors' Zipf config: 1000 tools per 2 GPUs, Zipf 1.1 (`e2e_234r_toolbench_config.py`,
+ * `scale_to_gpu([1000, 3600, 18, 1.1], gpus / 2)`; that helper also scales the exponent, a bug we do
+ * not copy). Per instance: 500.
+ */
+export const ZIPF_TOOLS_PER_INSTANCE = 500;
 
 /**
  * Lengths fitted to Table 1 (prompt 1835 +- 742, output 43 +- 16, 85% shared, 76% key portion): a
@@ -29,8 +47,9 @@ const OUTPUT_TOKENS = { mean: 43, std: 16, min: 1 };
 
 /** ToolBench-like tool use: system prompt + tool instructions (shared per tool) + the user's question. */
 export function toolbench(options: ToolbenchOptions): Iterable<WorkloadRequest> {
-  const tools = options.tools ?? 300;
-  const popularity = options.popularity ?? 'zipf';
+  const popularity = options.popularity ?? 'uniform';
+  const perInstance = popularity === 'zipf' ? ZIPF_TOOLS_PER_INSTANCE : TOOLS_PER_INSTANCE;
+  const tools = options.tools ?? perInstance * scaleInstances(options);
   const exponent = options.zipfExponent ?? 1.1;
   checkPositiveInteger('tools', tools);
   if (popularity !== 'uniform' && popularity !== 'zipf') {

@@ -30,6 +30,14 @@ export interface WorkloadOptions {
   /** Poisson arrival rate (requests per second). */
   readonly rps: number;
   readonly seed: number;
+  /**
+   * The cluster the stream is sized for: its data-parallel instances (engines, each with its own KV
+   * cache). The paper's generators size their working sets (tools, agent environments, videos,
+   * documents, problems) per 2 GPUs and scale them with the GPU count (`scale_to_gpu`); ours scale
+   * per instance. Default 2, the authors' unit. A generator given its working set explicitly
+   * (`tools`, `activeChains`, ...) ignores it.
+   */
+  readonly instances?: number;
 }
 
 /**

@@ -1,18 +1,29 @@
 import type { Random } from '../core/random.ts';
 import { logNormalLength } from './lengths.ts';
 import { interleaveSessions } from './sessions.ts';
-import { checkPositiveInteger, defineWorkload, type RequestDraft } from './stream.ts';
+import { checkPositiveInteger, defineWorkload, type RequestDraft, scaleInstances } from './stream.ts';
 import { concatTokens, randomTokens } from './tokens.ts';
 import type { WorkloadOptions, WorkloadRequest } from './types.ts';
 
 export interface VideoQaOptions extends WorkloadOptions {
-  /** Videos being asked about at once; each arrival is a question about one of them. Default 32. */
+  /**
+   * Videos being asked about at once (the working set); each arrival is a question about one of them.
+   * Default `VIDEOS_PER_INSTANCE` x instances; given, it is used whatever the cluster size (32 was
+   * this generator's earlier, fixed default).
+   */
   readonly activeVideos?: number;
   /** Share of videos asked about only once (no sharing). Default 0.45: ~11% of requests, Table 1's 88% shared. */
   readonly oneOffShare?: number;
   /** Video tokens per question: a video gets max(1, round(tokens / this)) questions. Default 1024. */
   readonly tokensPerQuestion?: number;
 }
+
+/**
+ * The authors ask about 100 videos per 2 GPUs, scaled with the GPU count (`e2e_videoQA_config.py`:
+ * `scale_to_gpu([100, 3000, 10], gpus / 2)` and `[100, 3900, 13]`), every video's questions shuffled
+ * over the run. Per instance: 50 videos in the working set.
+ */
+export const VIDEOS_PER_INSTANCE = 50;
 
 /** A frame is 256 tokens; one frame per second of video (every 30th frame at 30 fps), as the authors did. */
 const TOKENS_PER_FRAME = 256;
@@ -29,7 +40,7 @@ const OUTPUT_TOKENS = { mean: 4, std: 1.5, min: 1 };
  * asked about once.
  */
 export function videoQa(options: VideoQaOptions): Iterable<WorkloadRequest> {
-  const activeVideos = options.activeVideos ?? 32;
+  const activeVideos = options.activeVideos ?? VIDEOS_PER_INSTANCE * scaleInstances(options);
   checkPositiveInteger('activeVideos', activeVideos);
   const oneOffShare = options.oneOffShare ?? 0.45;
   const tokensPerQuestion = options.tokensPerQuestion ?? 1024;

@@ -147,7 +147,7 @@ test('preble sim --policy-option sets an option of one policy', async () => {
   const args = [
     'sim',
     '--workload',
-    'programming',
+    'programming:order=bursts,demo=680,maxOutput=8192',
     '--requests',
     '300',
     '--rps',

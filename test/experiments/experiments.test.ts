@@ -24,3 +24,33 @@ test('experiments build their grids and unknown names are refused with the list'
   assert.equal(ablation.length, 3 * 5);
   assert.throws(() => findExperiment('nope'), /valid experiments: preble-e2e, ablation, azure-mixed/);
 });
+
+test('the Preble grids size each workload for its cluster and leave a warm-up out', () => {
+  const cells = findExperiment('preble-e2e').cells({ requests: 50, seed: 0, only: ['e2'] });
+  const toolbench = (instances: number) =>
+    cells.find(
+      (c) =>
+        c.spec.workload === 'toolbench' && c.spec.instances === instances && c.spec.rps === 4 * instances,
+    )!;
+  const two = [...toolbench(2).spec.requests()];
+  const four = [...toolbench(4).spec.requests()];
+  assert.notDeepEqual(
+    two.map((r) => r.tokens.length),
+    four.map((r) => r.tokens.length),
+  );
+  for (const cell of cells) {
+    const expected = Math.min(180, 50 / cell.spec.rps / 3);
+    assert.equal(cell.spec.warmupSeconds, expected);
+  }
+});
+
+test('a Preble report shows the working set against the fleet KV, and the warm-up', async () => {
+  const { runCells } = await import('../../src/experiments/runner.ts');
+  const { renderReport } = await import('../../src/experiments/report.ts');
+  const experiment = findExperiment('ablation');
+  const cells = experiment.cells({ requests: 40, seed: 0, only: ['round-robin', 'E2 exploit/explore'] });
+  const { markdown } = renderReport(experiment, runCells(cells), { command: 'test' });
+  assert.match(markdown, /working set \/ fleet KV/);
+  assert.match(markdown, /\| 816k \(4 x 204k\) \|/);
+  assert.match(markdown, /Warm-up left out/);
+});

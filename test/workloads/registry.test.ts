@@ -35,8 +35,44 @@ describe('registry', () => {
   });
 
   it('passes generator options through', () => {
-    const requests = [...createWorkload('programming', { ...common, requests: 12, samplesPerProblem: 3 })];
+    const requests = [
+      ...createWorkload('programming', { ...common, requests: 12, samplesPerProblem: 3, order: 'bursts' }),
+    ];
     assert.equal(new Set(requests.map((r) => r.sessionId)).size, 4);
+  });
+
+  it('reads NAME:KEY=VALUE options, which override the same options given apart', () => {
+    const spelled = [...createWorkload('programming:order=bursts,samples=3', { ...common, requests: 12 })];
+    const given = [
+      ...createWorkload('programming', { ...common, requests: 12, samplesPerProblem: 3, order: 'bursts' }),
+    ];
+    assert.deepEqual(
+      spelled.map((r) => Array.from(r.tokens)),
+      given.map((r) => Array.from(r.tokens)),
+    );
+    const zipf = [...createWorkload('toolbench:zipf=1.1,tools=300', { ...common, requests: 50, tools: 7 })];
+    const same = [
+      ...createWorkload('toolbench', {
+        ...common,
+        requests: 50,
+        popularity: 'zipf',
+        zipfExponent: 1.1,
+        tools: 300,
+      }),
+    ];
+    assert.deepEqual(
+      zipf.map((r) => Array.from(r.tokens)),
+      same.map((r) => Array.from(r.tokens)),
+    );
+    assert.throws(
+      () => createWorkload('toolbench:tool=3', { ...common, requests: 1 }),
+      /tools, popularity, zipf/,
+    );
+    assert.throws(
+      () => createWorkload('programming:order=random', { ...common, requests: 1 }),
+      /shuffled, bursts/,
+    );
+    assert.throws(() => createWorkload('loogle:documents=0', { ...common, requests: 1 }), /positive integer/);
   });
 });
 
@@ -107,7 +143,7 @@ describe('mixed component options', () => {
       ...mixed({
         ...common,
         requests: 40,
-        components: [{ name: 'programming', options: { samplesPerProblem: 4 } }],
+        components: [{ name: 'programming', options: { samplesPerProblem: 4, order: 'bursts' } }],
       }),
     ];
     assert.equal(new Set(requests.map((r) => r.sessionId)).size, 10);

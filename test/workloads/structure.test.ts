@@ -113,8 +113,16 @@ describe('embodied-agent', () => {
 });
 
 describe('programming', () => {
-  it('sends the samples of a problem consecutively, behind one demonstration', () => {
-    const requests = [...programming({ ...common, requests: 100, samplesPerProblem: 8 })];
+  it('under order=bursts sends the samples of a problem consecutively, behind one demonstration', () => {
+    const requests = [
+      ...programming({
+        ...common,
+        requests: 100,
+        samplesPerProblem: 8,
+        order: 'bursts',
+        demonstrationTokens: 680,
+      }),
+    ];
     for (const [n, r] of requests.entries())
       assert.equal(r.sessionId, `programming-problem-${Math.floor(n / 8)}`);
     const demonstration = requests[0]!.tokens.slice(0, 680);

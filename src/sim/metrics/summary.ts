@@ -10,6 +10,12 @@ export interface SummaryOptions {
   readonly slo?: Slo;
   /** Denominator of the throughput; default: from the first arrival to the last finish. */
   readonly durationSeconds?: number;
+  /**
+   * Warm-up: requests arriving before this time (seconds of the stream) are left out of the latency,
+   * TTFT, TPOT and hit-rate figures (they meet cold caches and an empty window); throughput, SLO
+   * attainment and `completed` still count every request. Default 0: nothing excluded.
+   */
+  readonly warmupSeconds?: number;
 }
 
 /** The headline metrics of a run (times in seconds), over its completed requests. */
@@ -29,10 +35,14 @@ export interface Summary {
   readonly throughputRps: number;
   /** Over all records, unfinished ones failing; present when an SLO was given. */
   readonly sloAttainment?: SloAttainment;
+  /** Completed requests left out of the figures as warm-up (present when `warmupSeconds` > 0). */
+  readonly warmupExcluded?: number;
 }
 
 export function summarize(records: readonly RequestRecord[], options: SummaryOptions = {}): Summary {
   const done = records.filter(isCompleted);
+  const warmup = options.warmupSeconds ?? 0;
+  if (!(warmup >= 0)) throw new Error(`warmupSeconds must be >= 0, got ${warmup}`);
   const latency: number[] = [];
   const ttft: number[] = [];
   const tpot: number[] = [];
@@ -41,7 +51,14 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
   let cached = 0;
   let firstArrival = Number.POSITIVE_INFINITY;
   let lastFinish = Number.NEGATIVE_INFINITY;
+  let excluded = 0;
   for (const record of done) {
+    firstArrival = Math.min(firstArrival, record.arrival);
+    lastFinish = Math.max(lastFinish, record.finish);
+    if (record.arrival < warmup) {
+      excluded++;
+      continue;
+    }
     latency.push(record.finish - record.arrival);
     ttft.push(ttftOf(record));
     const perToken = tpotOf(record);
@@ -49,8 +66,6 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
     if (record.promptTokens > 0) normalizedTtft.push(ttftOf(record) / record.promptTokens);
     prompt += record.promptTokens;
     cached += record.cachedTokens;
-    firstArrival = Math.min(firstArrival, record.arrival);
-    lastFinish = Math.max(lastFinish, record.finish);
   }
   const duration = options.durationSeconds ?? lastFinish - firstArrival;
   return {
@@ -62,5 +77,6 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
     cacheHitRate: prompt > 0 ? cached / prompt : 0,
     throughputRps: duration > 0 ? done.length / duration : 0,
     ...(options.slo === undefined ? {} : { sloAttainment: sloAttainment(records, options.slo) }),
+    ...(warmup > 0 ? { warmupExcluded: excluded } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { isWorkloadName, type WorkloadName, workloadNames } from '../registry.ts';
+import { parseGeneratorSpec, workloadNames } from '../registry.ts';
 import { isSyntheticForm, parseSyntheticSpec, SYNTHETIC_FORM, type SyntheticSpec } from '../synthetic.ts';
 import type { WorkloadRequest } from '../types.ts';
 import { azureArrivals, azureRequests } from './azure.ts';
@@ -18,11 +18,12 @@ export interface TraceSpec {
 /** What a `--workload` value names: a trace file, a built-in generator, or synthetic lengths. */
 export type WorkloadSpec =
   | TraceSpec
-  | { readonly kind: 'generator'; readonly name: WorkloadName }
+  | { readonly kind: 'generator'; readonly name: string }
   | { readonly kind: 'synthetic'; readonly form: string; readonly lengths: SyntheticSpec };
 
 /**
- * Parses `azure:FILE`, `mooncake:FILE`, `synthetic:in=LENGTH,out=LENGTH` or a generator name;
+ * Parses `azure:FILE`, `mooncake:FILE`, `synthetic:in=LENGTH,out=LENGTH` or a generator name (with
+ * its `NAME:KEY=VALUE,...` options);
  * throws listing the valid forms, or naming the bad part of a synthetic form.
  */
 export function parseWorkloadSpec(spec: string): WorkloadSpec {
@@ -34,7 +35,7 @@ export function parseWorkloadSpec(spec: string): WorkloadSpec {
     if (path === '') throw new Error(`workload '${spec}' names no file; expected ${prefix}:FILE`);
     return { kind: prefix as TraceKind, path };
   }
-  if (isWorkloadName(spec)) return { kind: 'generator', name: spec };
+  if (parseGeneratorSpec(spec) !== undefined) return { kind: 'generator', name: spec };
   const forms = [...workloadNames, SYNTHETIC_FORM, ...traceKinds.map((kind) => `${kind}:FILE`)];
   throw new Error(`unknown workload '${spec}'; valid forms: ${forms.join(', ')}`);
 }

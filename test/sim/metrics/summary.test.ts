@@ -89,6 +89,18 @@ describe('summarize', () => {
     assert.equal(summary.normalizedTtft.p99, 4 / 400);
   });
 
+  it('leaves a warm-up out of the latency and hit-rate figures, not out of throughput', () => {
+    // Arrivals before 1.5 s (a, b) are warm-up: latencies 0.25 (c) and 5 (d) remain.
+    const summary = summarize(records, { warmupSeconds: 1.5 });
+    assert.equal(summary.completed, 4);
+    assert.equal(summary.warmupExcluded, 2);
+    assert.equal(summary.latency.mean, 5.25 / 2);
+    assert.equal(summary.cacheHitRate, 50 / 450);
+    assert.equal(summary.throughputRps, 0.5);
+    assert.equal(summarize(records).warmupExcluded, undefined);
+    assert.throws(() => summarize(records, { warmupSeconds: -1 }), /warmupSeconds/);
+  });
+
   it('computes the cache hit rate and throughput', () => {
     const summary = summarize(records);
     assert.equal(summary.cacheHitRate, 150 / 750);
