@@ -141,7 +141,7 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
     return {
       replicas,
       workload: flags.workload,
-      requests: [...createWorkload(flags.workload, { requests, rps, seed })],
+      requests: [...createWorkload(flags.workload, { requests, rps, seed, instances: replicas })],
       render: renderTokens,
       rps,
       policies: parsePolicyList(flags.policy ?? EMULATED_POLICIES),
