@@ -73,6 +73,14 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
   constructor(options: Partial<E2Options> & { costModel: CostModel }) {
     super();
     this.options = { ...withDefaults(E2_DEFAULTS, options), costModel: options.costModel };
+    if (!['relative', 'absolute'].includes(this.options.phaseMixTest))
+      throw new Error(
+        `e2 option 'phaseMixTest' must be 'relative' or 'absolute', got '${this.options.phaseMixTest}'`,
+      );
+    if (!['key-portion', 'deepest'].includes(this.options.exploitCandidates))
+      throw new Error(
+        `e2 option 'exploitCandidates' must be 'key-portion' or 'deepest', got '${this.options.exploitCandidates}'`,
+      );
     this.window = new SlidingWindow(this.options.windowSeconds);
     this.estimator = new LoadEstimator(this.options.costModel, this.options.defaultOutputTokens);
     this.queueTimes = new QueueTimeDetector(
@@ -121,7 +129,11 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     const missed = tokens.length - cached;
 
     if (cached > 0 && missed < cached) {
-      const candidates = this.exploitCandidates(match.path, holders, active);
+      const owners =
+        this.options.exploitCandidates === 'key-portion'
+          ? this.keyPortionHolders(match, cached, holders)
+          : holders;
+      const candidates = this.exploitCandidates(match.path, owners, active);
       return this.cheapest(candidates, tokens.length, mark);
     }
 
@@ -267,6 +279,28 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     return { cached, holders: best };
   }
 
+  /**
+   * The instances caching the key portion of the matched prefix (paper 3.2: "the GPU that caches the
+   * tree node with the longest tokens in the matched prefix"; Appendix A: the deepest node with more
+   * tokens than all its predecessors together), within the `cached` tokens some active instance
+   * holds. Caching is prefix-closed, so an instance caches that node iff its cached length reaches the
+   * node's end. Always a superset of the deepest node's holders.
+   */
+  private keyPortionHolders(match: ClusterMatch, cached: number, holders: InstanceId[]): InstanceId[] {
+    let keyEnd = 0;
+    for (const node of match.path) {
+      if (node.prefixLen >= cached) break;
+      const end = Math.min(node.endLen, cached);
+      if (end - node.prefixLen > node.prefixLen) keyEnd = end;
+    }
+    if (keyEnd === 0 || keyEnd >= cached) return holders;
+    const out = [...holders];
+    for (const i of this.view.active)
+      if (!out.includes(i) && this.tree.cachedOn(i) >= keyEnd && this.view.state(i)?.draining === false)
+        out.push(i);
+    return out;
+  }
+
   /** Every active instance as an explore candidate; rebuilt only when the active set changes. */
   private exploreCandidates(active: readonly InstanceId[]): readonly Candidate[] {
     if (this.exploreFor !== active) {
@@ -366,15 +400,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     decision: RouteDecision<E2InstanceCost>,
     active: readonly InstanceId[],
   ): RouteDecision<E2InstanceCost> | undefined {
-    let target = -1;
-    let ratio = this.options.phaseMixRatio;
-    for (const i of active) {
-      const r = this.decodeRatioOf(i);
-      if (r > ratio) {
-        ratio = r;
-        target = i;
-      }
-    }
+    const target = this.decodeHeavy(active);
     if (target < 0 || target === decision.instance) return undefined;
     const cheapest = decision.costs.find((c) => c.instance === decision.instance)!.total;
     const targetCost = decision.costs.find((c) => c.instance === target)!.total;
@@ -385,6 +411,29 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       matchedTokens: this.tree.cachedOn(target),
       costs: decision.costs,
     };
+  }
+
+  /**
+   * The decode-heavy instance phase-mix balancing sends explored requests to, or -1 when the instances
+   * are "relatively balanced" (relative test) or none exceeds ImbalR (absolute test). Ties: lower id.
+   */
+  decodeHeavy(active: readonly InstanceId[]): InstanceId {
+    let target = -1;
+    let ratio = Number.NEGATIVE_INFINITY;
+    let sum = 0;
+    for (const i of active) {
+      const r = this.decodeRatioOf(i);
+      sum += r;
+      if (r > ratio) {
+        ratio = r;
+        target = i;
+      }
+    }
+    if (target < 0) return -1;
+    if (this.options.phaseMixTest === 'absolute') return ratio > this.options.phaseMixRatio ? target : -1;
+    if (active.length < 2) return -1;
+    const othersMean = (sum - ratio) / (active.length - 1);
+    return ratio > othersMean + this.options.phaseMixMargin ? target : -1;
   }
 
   /**
