@@ -17,6 +17,12 @@ import { E2_BRANCHES, E2_DEFAULTS, type E2Branch, type E2InstanceCost, type E2Op
 import { QueueTimeDetector, splitSubtreeByLoad } from './prefix-replication.ts';
 import { type MovableLoad, planRebalance, RedirectTable } from './rebalance.ts';
 
+/** Live window entries of one instance ending at one leaf. */
+export interface LeafLoad {
+  prefillSeconds: number;
+  count: number;
+}
+
 interface Candidate {
   instance: InstanceId;
   via: E2Branch;
@@ -44,6 +50,14 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
   readonly tree = new ClusterTree();
   private readonly window: SlidingWindow<WindowEntry>;
   private readonly loads: InstanceLoad[] = [];
+  /**
+   * Per instance, the live window entries' prefill seconds and count by leaf node, kept as entries
+   * enter, change and leave the window, so that background work (rebalancing, prefix replication)
+   * reads the distinct leaves of the instances concerned instead of scanning the whole window. A live
+   * entry's leaf is a stable object (a split keeps it as the tail; a node on a windowed path is
+   * never merged away or removed).
+   */
+  private readonly leafLoads: Map<ClusterNode, LeafLoad>[] = [];
   private readonly cluster = { finished: 0, outputTokens: 0 };
   private readonly estimator: LoadEstimator;
   /** In-flight requests' window entries (the entry's time is when it was routed). */
@@ -167,7 +181,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       expired: false,
     };
     this.window.push(entry);
-    this.loadFor(instance).add(entry);
+    this.windowAdd(entry);
     this.inflightEntries.set(request.id, entry);
     if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
   }
@@ -197,8 +211,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       return;
     }
     const inWindow = !entry.expired;
-    const load = this.loadFor(instance);
-    if (inWindow) load.remove(entry);
+    if (inWindow) this.windowRemove(entry);
     entry.outputTokens = counts.outputTokens;
     if (counts.promptTokens > 0) {
       // The engine's own count of cached tokens is the truth; keep our token units by using its share.
@@ -208,7 +221,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       entry.prefillSeconds = this.options.costModel.prefillTime(missed, entry.cachedTokens);
     }
     if (inWindow) {
-      load.add(entry);
+      this.windowAdd(entry);
       this.cluster.finished++;
       this.cluster.outputTokens += entry.outputTokens;
     }
@@ -469,7 +482,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     e.live = false;
     if (e.expired) return;
     this.tree.releaseWindow(e.leaf, e.instance);
-    this.loadFor(e.instance).remove(e);
+    this.windowRemove(e);
     if (e.outputTokens >= 0) {
       this.cluster.finished--;
       this.cluster.outputTokens -= e.outputTokens;
@@ -482,7 +495,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       e.expired = true;
       if (!e.live) return; // already taken out
       this.tree.releaseWindow(e.leaf, e.instance);
-      this.loadFor(e.instance).remove(e);
+      this.windowRemove(e);
       if (e.outputTokens >= 0) {
         this.cluster.finished--;
         this.cluster.outputTokens -= e.outputTokens;
@@ -525,37 +538,138 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
 
   /**
    * The heavy instances' key portions shared by at least two of their requests in the window, with
-   * the load those requests put there: one scan of the window, in the background.
+   * the load those requests put there: read from the per-leaf sums of the heavy instances only.
    */
   private movableLoads(heavies: ReadonlySet<InstanceId>): Map<InstanceId, MovableLoad[]> {
-    const decode = new Map<InstanceId, number>();
+    const out = new Map<InstanceId, MovableLoad[]>();
+    for (const [instance, nodes] of this.keyPortionLoads(heavies)) {
+      const list: MovableLoad[] = [];
+      for (const [node, agg] of nodes) if (agg.count >= 2) list.push({ node, load: agg.load });
+      out.set(instance, list);
+    }
+    return out;
+  }
+
+  /** Windowed load and request count per movable key portion (cached there, not redirected) of each instance. */
+  private keyPortionLoads(
+    instances: Iterable<InstanceId>,
+  ): Map<InstanceId, Map<ClusterNode, { load: number; count: number }>> {
     const byInstance = new Map<InstanceId, Map<ClusterNode, { load: number; count: number }>>();
+    for (const instance of instances) {
+      const leaves = this.leafLoads[instance];
+      if (leaves === undefined || leaves.size === 0) continue;
+      let decode = -1;
+      let nodes: Map<ClusterNode, { load: number; count: number }> | undefined;
+      for (const [leaf, sums] of leaves) {
+        const kp = keyPortionOf(leaf);
+        if (kp === null || this.redirects.has(kp, instance) || !this.tree.isCached(kp, instance)) continue;
+        if (decode < 0) decode = this.estimator.decodeSeconds(this.loadFor(instance), this.cluster);
+        if (nodes === undefined) {
+          nodes = new Map();
+          byInstance.set(instance, nodes);
+        }
+        const agg = nodes.get(kp) ?? { load: 0, count: 0 };
+        agg.load += sums.prefillSeconds + sums.count * decode;
+        agg.count += sums.count;
+        nodes.set(kp, agg);
+      }
+    }
+    return byInstance;
+  }
+
+  /** A live entry enters the window's sums (routing, or its corrected re-entry at finish). */
+  private windowAdd(e: WindowEntry): void {
+    this.loadFor(e.instance).add(e);
+    if (e.leaf === null) return;
+    let leaves = this.leafLoads[e.instance];
+    if (leaves === undefined) {
+      leaves = new Map();
+      this.leafLoads[e.instance] = leaves;
+    }
+    const sums = leaves.get(e.leaf);
+    if (sums === undefined) leaves.set(e.leaf, { prefillSeconds: e.prefillSeconds, count: 1 });
+    else {
+      sums.prefillSeconds += e.prefillSeconds;
+      sums.count++;
+    }
+  }
+
+  /** A live entry leaves the window's sums (expiry, failure, removal, or before its correction). */
+  private windowRemove(e: WindowEntry): void {
+    this.loadFor(e.instance).remove(e);
+    if (e.leaf === null) return;
+    const leaves = this.leafLoads[e.instance];
+    const sums = leaves?.get(e.leaf);
+    if (leaves === undefined || sums === undefined)
+      throw new Error('e2: window entry missing from its leaf sums');
+    sums.count--;
+    if (sums.count === 0) leaves.delete(e.leaf);
+    else sums.prefillSeconds = Math.max(0, sums.prefillSeconds - e.prefillSeconds);
+  }
+
+  /**
+   * Check the incremental state against a full recomputation over the window (tests): the per-leaf
+   * sums, and the key-portion loads that rebalancing reads from them, as the old window scan made them.
+   */
+  checkIncrementalState(): void {
+    const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+    const fresh = new Map<InstanceId, Map<ClusterNode, LeafLoad>>();
     for (const e of this.window.entries()) {
-      if (!e.live || !heavies.has(e.instance)) continue;
+      if (!e.live || e.leaf === null) continue;
+      let leaves = fresh.get(e.instance);
+      if (leaves === undefined) {
+        leaves = new Map();
+        fresh.set(e.instance, leaves);
+      }
+      const sums = leaves.get(e.leaf) ?? { prefillSeconds: 0, count: 0 };
+      sums.prefillSeconds += e.prefillSeconds;
+      sums.count++;
+      leaves.set(e.leaf, sums);
+    }
+    const instances = new Set<InstanceId>(fresh.keys());
+    this.leafLoads.forEach((m, i) => {
+      if (m !== undefined && m.size > 0) instances.add(i);
+    });
+    for (const i of instances) {
+      const want = fresh.get(i) ?? new Map<ClusterNode, LeafLoad>();
+      const have = this.leafLoads[i] ?? new Map<ClusterNode, LeafLoad>();
+      if (want.size !== have.size)
+        throw new Error(`e2: instance ${i} has ${have.size} leaf sums, the window ${want.size}`);
+      for (const [leaf, w] of want) {
+        const h = have.get(leaf);
+        if (h === undefined || h.count !== w.count || !close(h.prefillSeconds, w.prefillSeconds))
+          throw new Error(`e2: leaf sums of instance ${i} differ from the window`);
+      }
+    }
+    // The old window scan, for the key-portion loads.
+    const scan = new Map<InstanceId, Map<ClusterNode, { load: number; count: number }>>();
+    for (const e of this.window.entries()) {
+      if (!e.live) continue;
       const kp = keyPortionOf(e.leaf);
       if (kp === null || this.redirects.has(kp, e.instance) || !this.tree.isCached(kp, e.instance)) continue;
-      let d = decode.get(e.instance);
-      if (d === undefined) {
-        d = this.estimator.decodeSeconds(this.loadFor(e.instance), this.cluster);
-        decode.set(e.instance, d);
-      }
-      let nodes = byInstance.get(e.instance);
+      const d = this.estimator.decodeSeconds(this.loadFor(e.instance), this.cluster);
+      let nodes = scan.get(e.instance);
       if (nodes === undefined) {
         nodes = new Map();
-        byInstance.set(e.instance, nodes);
+        scan.set(e.instance, nodes);
       }
       const agg = nodes.get(kp) ?? { load: 0, count: 0 };
       agg.load += e.prefillSeconds + d;
       agg.count++;
       nodes.set(kp, agg);
     }
-    const out = new Map<InstanceId, MovableLoad[]>();
-    for (const [instance, nodes] of byInstance) {
-      const list: MovableLoad[] = [];
-      for (const [node, agg] of nodes) if (agg.count >= 2) list.push({ node, load: agg.load });
-      out.set(instance, list);
+    const incremental = this.keyPortionLoads(instances);
+    for (const i of instances) {
+      const want = scan.get(i) ?? new Map();
+      const have = incremental.get(i) ?? new Map();
+      if (want.size !== have.size)
+        throw new Error(`e2: instance ${i} key portions differ from the window scan`);
+      for (const [kp, w] of want) {
+        const h = have.get(kp);
+        if (h === undefined || h.count !== w.count || !close(h.load, w.load))
+          throw new Error(`e2: key-portion load of instance ${i} differs from the window scan`);
+      }
     }
-    return out;
   }
 
   /** Replicate prefixes whose queueing time doubled onto the lightest other instance, splitting their subtree by load. */
@@ -589,17 +703,16 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
 
   /**
    * Algorithm 2 load (prefill of missed tokens + decode) that each child subtree of `node` put on
-   * `instance` in the window. Scans the window: background work, run only when prefix replication fires.
+   * `instance` in the window, from the instance's per-leaf sums (run only when prefix replication fires).
    */
   private childLoads(node: ClusterNode, instance: InstanceId): { node: ClusterNode; load: number }[] {
     const decode = this.estimator.decodeSeconds(this.loadFor(instance), this.cluster);
     const byChild = new Map<ClusterNode, number>();
-    for (const e of this.window.entries()) {
-      if (e.instance !== instance || !e.live) continue;
-      let child: ClusterNode | null = e.leaf;
+    for (const [leaf, sums] of this.leafLoads[instance] ?? []) {
+      let child: ClusterNode | null = leaf;
       while (child !== null && child.parent !== node) child = child.parent;
       if (child === null) continue;
-      byChild.set(child, (byChild.get(child) ?? 0) + e.prefillSeconds + decode);
+      byChild.set(child, (byChild.get(child) ?? 0) + sums.prefillSeconds + sums.count * decode);
     }
     return [...byChild].map(([c, load]) => ({ node: c, load }));
   }
