@@ -26,10 +26,14 @@ export interface E2PlusOptions {
    * the simulator's): only queued requests with at least as many cached tokens go first; 'fcfs': all.
    */
   readonly queueOrder: 'lpm' | 'fcfs';
+  /** Requests the engine admitted and is prefilling count as ahead whatever their cached share (running prefills take the chunk budget first). */
+  readonly startedAhead: boolean;
   /** Charge what the request's prefill and decode cost the requests already running there (marginal latency). */
   readonly interference: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
+  /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
+  readonly memoryTieBreak: boolean;
   /** Include the eviction cost M. */
   readonly evictionCost: boolean;
   /** Weight of M. */
@@ -47,8 +51,10 @@ export interface E2PlusOptions {
 export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   windowSeconds: 180,
   queueOrder: 'lpm',
+  startedAhead: true,
   interference: true,
   interferenceWeight: 1,
+  memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,
   predictEvictions: true,

@@ -40,6 +40,8 @@ interface Flight {
   queuedPrefill: number;
   /** Prompt tokens predicted cached on its instance at routing (its place in an lpm queue). */
   readonly matched: number;
+  /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
+  started: boolean;
 }
 
 interface InstanceState {
@@ -206,7 +208,8 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
   private queuedAhead(state: InstanceState, matched: number): number {
     if (this.options.queueOrder === 'fcfs' || state.queue.size === 0) return state.queuedPrefill;
     let ahead = 0;
-    for (const f of state.queue) if (f.matched >= matched) ahead += f.queuedPrefill;
+    for (const f of state.queue)
+      if ((this.options.startedAhead && f.started) || f.matched >= matched) ahead += f.queuedPrefill;
     return ahead;
   }
 
@@ -228,7 +231,12 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
     if (cost > bestCost + tolerance) return false;
     const a = this.view.inflight(instance);
     const b = this.view.inflight(bestInstance);
-    return a < b || (a === b && instance < bestInstance);
+    if (a !== b) return a < b;
+    // Equal work: the instance with more free KV takes the new prefix (spreads the working set).
+    const ua = this.tree.usedTokens(instance) / Math.max(1, this.tree.capacityTokens(instance));
+    const ub = this.tree.usedTokens(bestInstance) / Math.max(1, this.tree.capacityTokens(bestInstance));
+    if (this.options.memoryTieBreak && ua !== ub) return ua < ub;
+    return instance < bestInstance;
   }
 
   /** Output length: the window's average for the request's key portion, else the cluster's, else the default. */
@@ -267,10 +275,21 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
     const chosen = decision.costs.find((c) => c.instance === instance);
     const queuedPrefill = chosen?.prefill ?? 0;
     state.queuedPrefill += queuedPrefill;
-    const flight: Flight = { instance, entry, queuedPrefill, matched: decision.matchedTokens };
+    const flight: Flight = {
+      instance,
+      entry,
+      queuedPrefill,
+      matched: decision.matchedTokens,
+      started: false,
+    };
     state.queue.add(flight);
     this.flights.set(request.id, flight);
     if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
+  }
+
+  override requestStarted(id: string, _now: number): void {
+    const f = this.flights.get(id);
+    if (f !== undefined) f.started = true;
   }
 
   override requestFirstToken(id: string, _now: number): void {

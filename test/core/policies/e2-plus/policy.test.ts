@@ -89,3 +89,25 @@ test('a burst on one prefix spreads once the holder costs more than recomputing 
 test('invalid queueOrder is refused', () => {
   assert.throws(() => plus(1, { queueOrder: 'x' as 'lpm' }), /queueOrder/);
 });
+
+test('a request the engine admitted is ahead whatever its cached share: running prefills take the budget first', () => {
+  for (const startedAhead of [true, false]) {
+    const p = plus(2, { startedAhead });
+    const a = route(p, seq(100, 0));
+    p.requestStarted(a.id, 0.1);
+    const d = route(p, concat(seq(100, 0), seq(20, 500)), 0.1);
+    close(cost(d, 0).queued, startedAhead ? 0.1 : 0, `queued ahead (startedAhead ${startedAhead})`);
+  }
+});
+
+test('equal cost and load: the new prefix goes where more KV is free (spreads the working set)', () => {
+  for (const memoryTieBreak of [true, false]) {
+    const p = new E2PlusPolicy({ costModel: simpleCostModel(), evictionCost: false, memoryTieBreak });
+    for (let i = 0; i < 2; i++) p.instanceAdded(i, { kvCapacityTokens: 1000 }, 0);
+    const a = route(p, seq(100, 0));
+    p.requestFinished(a.id, 1, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 });
+    const d = route(p, seq(100, 5000), 1);
+    close(cost(d, 0).total, cost(d, 1).total, 'tied');
+    assert.equal(d.instance, memoryTieBreak ? 1 : 0);
+  }
+});
