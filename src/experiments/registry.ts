@@ -1,10 +1,11 @@
 import { ablation } from './ablation.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
+import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import type { Experiment } from './types.ts';
 
-export const experiments: readonly Experiment[] = [prebleE2e, ablation, azureMixed, distserve];
+export const experiments: readonly Experiment[] = [prebleE2e, ablation, azureMixed, distserve, policies];
 
 export function findExperiment(name: string): Experiment {
   const e = experiments.find((x) => x.name === name);
