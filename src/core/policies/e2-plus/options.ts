@@ -28,6 +28,8 @@ export interface E2PlusOptions {
   readonly queueOrder: 'lpm' | 'fcfs';
   /** Requests the engine admitted and is prefilling count as ahead whatever their cached share (running prefills take the chunk budget first). */
   readonly startedAhead: boolean;
+  /** An admitted request's prefill counts only what is left of it (its predicted time less the time since admission). */
+  readonly remainingPrefill: boolean;
   /** Charge what the request's prefill and decode cost the requests already running there (marginal latency). */
   readonly interference: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
@@ -52,6 +54,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   windowSeconds: 180,
   queueOrder: 'lpm',
   startedAhead: true,
+  remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
   memoryTieBreak: true,

@@ -42,6 +42,8 @@ interface Flight {
   readonly matched: number;
   /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
   started: boolean;
+  /** When it was admitted (its prefill has been running since). */
+  startedAt: number;
 }
 
 interface InstanceState {
@@ -144,7 +146,7 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
     let bestMatched = 0;
     for (const i of active) {
       const matched = this.tree.cachedOn(i);
-      const cost = this.costOf(i, tokens.length, matched, out, context, mark);
+      const cost = this.costOf(i, tokens.length, matched, out, context, mark, now);
       costs.push(cost);
       if (best < 0 || this.better(cost.total, i, bestCost, best)) {
         best = i;
@@ -164,6 +166,7 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
     out: number,
     context: number,
     mark: number,
+    now: number,
   ): E2PlusInstanceCost {
     const model = this.options.costModel;
     const state = this.stateFor(instance);
@@ -185,7 +188,7 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const queued = this.queuedAhead(state, matched);
+    const queued = this.queuedAhead(state, matched, now);
     const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
@@ -205,11 +208,18 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
    * request that is still computing the prefix this one counts as cached was measured worse on
    * Video QA and LooGLE: it sends siblings away from a prefix being filled; docs/e2.md.)
    */
-  private queuedAhead(state: InstanceState, matched: number): number {
-    if (this.options.queueOrder === 'fcfs' || state.queue.size === 0) return state.queuedPrefill;
+  private queuedAhead(state: InstanceState, matched: number, now: number): number {
+    if (state.queue.size === 0) return 0;
+    const remaining = this.options.remainingPrefill;
+    if (this.options.queueOrder === 'fcfs' && !remaining) return state.queuedPrefill;
     let ahead = 0;
-    for (const f of state.queue)
-      if ((this.options.startedAhead && f.started) || f.matched >= matched) ahead += f.queuedPrefill;
+    for (const f of state.queue) {
+      if (f.started) {
+        if (!this.options.startedAhead && this.options.queueOrder === 'lpm' && f.matched < matched) continue;
+        // An admitted prefill has been running since it started: only what is left of it is ahead.
+        ahead += remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
+      } else if (this.options.queueOrder === 'fcfs' || f.matched >= matched) ahead += f.queuedPrefill;
+    }
     return ahead;
   }
 
@@ -281,15 +291,18 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
       queuedPrefill,
       matched: decision.matchedTokens,
       started: false,
+      startedAt: 0,
     };
     state.queue.add(flight);
     this.flights.set(request.id, flight);
     if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
   }
 
-  override requestStarted(id: string, _now: number): void {
+  override requestStarted(id: string, now: number): void {
     const f = this.flights.get(id);
-    if (f !== undefined) f.started = true;
+    if (f === undefined) return;
+    f.started = true;
+    f.startedAt = now;
   }
 
   override requestFirstToken(id: string, _now: number): void {

@@ -111,3 +111,17 @@ test('equal cost and load: the new prefix goes where more KV is free (spreads th
     assert.equal(d.instance, memoryTieBreak ? 1 : 0);
   }
 });
+
+test('an admitted prefill counts only what is left of it', () => {
+  for (const remainingPrefill of [true, false]) {
+    const p = plus(2, { remainingPrefill });
+    const a = route(p, seq(100, 0));
+    p.requestStarted(a.id, 0);
+    const d = route(p, seq(50, 5000), 0.04);
+    close(
+      cost(d, 0).queued,
+      remainingPrefill ? 0.06 : 0.1,
+      `queued ahead (remainingPrefill ${remainingPrefill})`,
+    );
+  }
+});
