@@ -1,17 +1,10 @@
-import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../../cluster-tree.ts';
+import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
-import type {
-  FinishCounts,
-  InstanceId,
-  InstanceInfo,
-  RouteDecision,
-  RouteRequest,
-  Tokens,
-} from '../../types.ts';
+import type { FinishCounts, InstanceId, InstanceInfo, RouteDecision, RouteRequest } from '../../types.ts';
 import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
-import { BasePolicy } from '../base-policy.ts';
 import { keyPortionOf } from '../e2/key-portion.ts';
+import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from '../e2/tree-costs.ts';
 import {
   E2_PLUS_BRANCHES,
   E2_PLUS_DEFAULTS,
@@ -79,11 +72,10 @@ interface OutputStats {
  * prefix elsewhere, then spreads (fan-out without a hint); imbalance is corrected at every decision.
  * The window H is kept only for prefix popularity (M's N_j) and the output-length estimate.
  */
-export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
+export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   readonly name = 'e2-plus';
   readonly branches = E2_PLUS_BRANCHES;
   readonly options: Required<E2PlusOptions> & { costModel: CostModel };
-  readonly tree = new ClusterTree();
   private readonly window: SlidingWindow<WindowEntry>;
   private readonly states: InstanceState[] = [];
   private readonly flights = new Map<string, Flight>();
@@ -92,14 +84,7 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
   private routingMatch: ClusterMatch | null = null;
-  private readonly victimPricing = {
-    requests: 1,
-    price: (node: ClusterNode, tokens: number, slot: InstanceSlot): number => {
-      if (slot.windowCount === 0) return 0;
-      const share = slot.windowCount / this.victimPricing.requests;
-      return this.options.costModel.prefillTime(tokens, node.endLen - tokens) * share;
-    },
-  };
+  private readonly victimPricing: WindowShareVictimPricing;
 
   constructor(options: Partial<E2PlusOptions> & { costModel: CostModel }) {
     super();
@@ -109,6 +94,7 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
         `e2-plus option 'queueOrder' must be 'lpm' or 'fcfs', got '${this.options.queueOrder}'`,
       );
     this.window = new SlidingWindow(this.options.windowSeconds);
+    this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.tree.onRemove = (node) => this.byPrefix.delete(node);
     this.tree.onMerge = (parent, child) => {
       const s = this.byPrefix.get(parent);
@@ -236,9 +222,8 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
   }
 
   private better(cost: number, instance: InstanceId, bestCost: number, bestInstance: InstanceId): boolean {
-    const tolerance = 1e-12 * Math.max(1, Math.abs(bestCost));
-    if (cost < bestCost - tolerance) return true;
-    if (cost > bestCost + tolerance) return false;
+    const order = compareCost(cost, bestCost);
+    if (order !== 0) return order < 0;
     const a = this.view.inflight(instance);
     const b = this.view.inflight(bestInstance);
     if (a !== b) return a < b;
@@ -361,23 +346,13 @@ export class E2PlusPolicy extends BasePolicy<E2PlusInstanceCost> {
     if (s.finished <= 0) this.byPrefix.delete(kp);
   }
 
-  override instanceEvicted(
-    instance: InstanceId,
-    path: Tokens,
-    keptTokens: number,
-    now: number,
-    evictedAt = now,
-  ): void {
-    this.tree.evictReported(instance, path, keptTokens, evictedAt);
-  }
-
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    const capacity = Number.isFinite(info.kvCapacityTokens)
-      ? info.kvCapacityTokens
-      : this.options.costModel.kvCapacityTokens;
-    this.tree.addInstance(instance, capacity, info.exclusivePrefixes === true);
     this.stateFor(instance);
+  }
+
+  protected get treeCostModel(): CostModel {
+    return this.options.costModel;
   }
 
   override instanceRemoved(instance: InstanceId, now: number): void {

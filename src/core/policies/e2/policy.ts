@@ -1,21 +1,14 @@
-import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../../cluster-tree.ts';
+import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
-import type {
-  FinishCounts,
-  InstanceId,
-  InstanceInfo,
-  RouteDecision,
-  RouteRequest,
-  Tokens,
-} from '../../types.ts';
+import type { FinishCounts, InstanceId, InstanceInfo, RouteDecision, RouteRequest } from '../../types.ts';
 import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
-import { BasePolicy } from '../base-policy.ts';
 import { keyPortionOf } from './key-portion.ts';
 import { InstanceLoad, LoadEstimator, type WindowEntry } from './load.ts';
 import { E2_BRANCHES, E2_DEFAULTS, type E2Branch, type E2InstanceCost, type E2Options } from './options.ts';
 import { QueueTimeDetector, splitSubtreeByLoad } from './prefix-replication.ts';
 import { type MovableLoad, planRebalance, RedirectTable } from './rebalance.ts';
+import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from './tree-costs.ts';
 
 /** Live window entries of one instance ending at one leaf. */
 export interface LeafLoad {
@@ -43,11 +36,10 @@ interface PrefixReplica {
  * lowest load cost L + M + P over all instances. Rebalancing and prefix replication adjust where future
  * exploit traffic goes. Every cost is kept incrementally: no decision scans the tree or the window.
  */
-export class E2Policy extends BasePolicy<E2InstanceCost> {
+export class E2Policy extends PrefixTreePolicy<E2InstanceCost> {
   readonly name = 'e2';
   readonly branches = E2_BRANCHES;
   readonly options: E2Options;
-  readonly tree = new ClusterTree();
   private readonly window: SlidingWindow<WindowEntry>;
   private readonly loads: InstanceLoad[] = [];
   /**
@@ -71,18 +63,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
   private routingMatch: ClusterMatch | null = null;
   private exploreFor: readonly InstanceId[] | null = null;
   private exploreList: readonly Candidate[] = [];
-  /**
-   * PrefillTime(evicted tokens, at their context) x N_j, with N_j's denominator set per call: one
-   * function for all decisions, no closure allocated per decision.
-   */
-  private readonly victimPricing = {
-    requests: 1,
-    price: (node: ClusterNode, tokens: number, slot: InstanceSlot): number => {
-      if (slot.windowCount === 0) return 0;
-      const share = slot.windowCount / this.victimPricing.requests;
-      return this.options.costModel.prefillTime(tokens, node.endLen - tokens) * share;
-    },
-  };
+  private readonly victimPricing: WindowShareVictimPricing;
 
   constructor(options: Partial<E2Options> & { costModel: CostModel }) {
     super();
@@ -96,6 +77,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
         `e2 option 'exploitCandidates' must be 'key-portion' or 'deepest', got '${this.options.exploitCandidates}'`,
       );
     this.window = new SlidingWindow(this.options.windowSeconds);
+    this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.estimator = new LoadEstimator(this.options.costModel, this.options.defaultOutputTokens);
     this.queueTimes = new QueueTimeDetector(
       this.options.windowSeconds / 2,
@@ -227,23 +209,13 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     }
   }
 
-  override instanceEvicted(
-    instance: InstanceId,
-    path: Tokens,
-    keptTokens: number,
-    now: number,
-    evictedAt = now,
-  ): void {
-    this.tree.evictReported(instance, path, keptTokens, evictedAt);
-  }
-
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    const capacity = Number.isFinite(info.kvCapacityTokens)
-      ? info.kvCapacityTokens
-      : this.options.costModel.kvCapacityTokens;
-    this.tree.addInstance(instance, capacity, info.exclusivePrefixes === true);
     this.loadFor(instance);
+  }
+
+  protected get treeCostModel(): CostModel {
+    return this.options.costModel;
   }
 
   override instanceRemoved(instance: InstanceId, now: number): void {
@@ -379,9 +351,8 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
   }
 
   private better(cost: number, instance: InstanceId, bestCost: number, bestInstance: InstanceId): boolean {
-    const tolerance = 1e-12 * Math.max(1, Math.abs(bestCost));
-    if (cost < bestCost - tolerance) return true;
-    if (cost > bestCost + tolerance) return false;
+    const order = compareCost(cost, bestCost);
+    if (order !== 0) return order < 0;
     const a = this.view.inflight(instance);
     const b = this.view.inflight(bestInstance);
     return a < b || (a === b && instance < bestInstance);
