@@ -116,7 +116,7 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 
 export const policies: Experiment = {
   name: 'policies',
-  defaultRequests: 800,
+  defaultRequests: 1500,
   title:
     'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances',
   cells(options: ExperimentOptions): Cell[] {
