@@ -61,7 +61,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   evictionCost: true,
   evictionWeight: 1,
   predictEvictions: true,
-  perPrefixOutput: false,
+  perPrefixOutput: true,
   defaultOutputTokens: 45,
   maxWindowStaleness: 1,
 };

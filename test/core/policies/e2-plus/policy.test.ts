@@ -125,3 +125,18 @@ test('an admitted prefill counts only what is left of it', () => {
     );
   }
 });
+
+test('output length is estimated per key portion where the window has seen one, else over the cluster', () => {
+  const p = plus(2);
+  const long = seq(200, 0);
+  const a = route(p, concat(long, seq(5, 1000)));
+  p.requestFinished(a.id, 1, { promptTokens: 205, cachedTokens: 0, outputTokens: 100 });
+  const b = route(p, seq(300, 50_000), 1);
+  p.requestFinished(b.id, 2, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  // Same key portion as a: its 100 tokens; a fresh prompt: the cluster's (100 + 10) / 2.
+  const c = route(p, concat(long, seq(5, 2000)), 2);
+  close(cost(c, 1).decode, 100 * 0.001, 'per prefix');
+  assert.equal(c.instance, 0, 'the holder');
+  const d = route(p, seq(50, 90_000), 2);
+  close(cost(d, 1).decode, 55 * 0.001, 'cluster average (nothing in flight on 1)');
+});
