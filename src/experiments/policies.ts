@@ -54,7 +54,7 @@ interface Content {
   readonly paperSetup: boolean;
 }
 
-/** Why a panel was left out of the last `cells` call (reported by `discuss`). */
+/** Notes on the last `cells` call's panels (the Azure trace used, or why its panel was left out), for `discuss`. */
 const skipped: string[] = [];
 
 function contents(options: ExperimentOptions): Content[] {
@@ -67,6 +67,9 @@ function contents(options: ExperimentOptions): Content[] {
   list.push({ name: 'mixed', paperSetup: false, stream: mix });
   const path = options.azureTrace ?? DEFAULT_AZURE_TRACE;
   if (existsSync(path)) {
+    skipped.push(
+      `mixed@azure: the five workloads re-timed to the arrival pattern of '${path}' (the Azure LLM inference trace, 2023), scaled to each rate`,
+    );
     list.push({
       name: 'mixed@azure',
       paperSetup: false,
