@@ -1,6 +1,7 @@
 import { ablation } from './ablation.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
+import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
 import { splitwise } from './splitwise.ts';
@@ -10,6 +11,7 @@ export const experiments: readonly Experiment[] = [
   prebleE2e,
   ablation,
   azureMixed,
+  policies,
   distserve,
   splitwise,
   prefixDisagg,

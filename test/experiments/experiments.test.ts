@@ -22,7 +22,10 @@ test('experiments build their grids and unknown names are refused with the list'
   assert.equal(e2e.length, 5 * 3 * 3 * 2); // workloads x clusters x rates x policies
   const ablation = findExperiment('ablation').cells({ requests: 10, seed: 0 });
   assert.equal(ablation.length, 3 * 5);
-  assert.throws(() => findExperiment('nope'), /valid experiments: preble-e2e, ablation, azure-mixed/);
+  assert.throws(
+    () => findExperiment('nope'),
+    /valid experiments: preble-e2e, ablation, azure-mixed, distserve, policies/,
+  );
 });
 
 test('the Preble grids size each workload for its cluster and leave a warm-up out', () => {

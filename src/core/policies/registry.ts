@@ -9,6 +9,8 @@ import { PrefixAwarePdPolicy, prefixPdDefaults } from './disagg/prefix-aware.ts'
 import { SplitwisePolicy, splitwiseDefaults } from './disagg/splitwise.ts';
 import { E2_DEFAULTS } from './e2/options.ts';
 import { E2Policy } from './e2/policy.ts';
+import { E2_PLUS_DEFAULTS } from './e2-plus/options.ts';
+import { E2PlusPolicy } from './e2-plus/policy.ts';
 import { KvCostPolicy, kvCostDefaults } from './kv-cost.ts';
 import { LeastLoadPolicy, leastLoadDefaults } from './least-load.ts';
 import { PowerOfTwoPolicy, powerOfTwoDefaults } from './power-of-two.ts';
@@ -117,6 +119,12 @@ const POLICIES = {
     summary: "consistent hashing of the prompt's first tokens with bounded load",
     defaults: prefixHashDefaults,
     create: (o) => new PrefixHashPolicy(o),
+  }),
+  'e2-plus': entry({
+    summary:
+      'ours beyond E2: one cost comparison over all instances, marginal latency from current work + own miss',
+    defaults: E2_PLUS_DEFAULTS,
+    create: (o, context) => new E2PlusPolicy({ ...o, costModel: context.costModel }),
   }),
 } as const;
 

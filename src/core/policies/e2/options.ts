@@ -36,11 +36,27 @@ export interface E2Options {
   readonly replicationMinSamples: number;
   /** Queueing times below this (seconds) never trigger prefix replication. */
   readonly replicationMinQueueSeconds: number;
+  /**
+   * Which instances exploit considers (paper 3.2): 'key-portion' = every instance caching the key
+   * portion of the matched prefix (the node with more tokens than all its predecessors: "the tree
+   * node with the longest tokens in the matched prefix"), each priced with its own miss; 'deepest' =
+   * only the instances caching the deepest matched node (this code before issue 11).
+   */
+  readonly exploitCandidates: 'key-portion' | 'deepest';
   /** Prefill/decode balancing of explored requests. */
   readonly phaseMix: boolean;
   /**
-   * ImbalR: an instance is decode-heavy when the mean cached share of its windowed requests (1 for a
-   * decode-phase unit, 0 for a prefill-phase unit) exceeds this.
+   * How an instance counts as decode-heavy. 'relative' (the paper's prose: load-cost comparison "if
+   * all GPUs have relatively balanced decoding-prefill loads"): the highest decode ratio exceeds the
+   * mean of the other active instances' ratios by more than `phaseMixMargin`. 'absolute'
+   * (Algorithm 1 read literally): the highest ratio exceeds ImbalR = `phaseMixRatio`.
+   */
+  readonly phaseMixTest: 'relative' | 'absolute';
+  /** The relative test's margin (decode ratios are in [0, 1]). */
+  readonly phaseMixMargin: number;
+  /**
+   * ImbalR of the absolute test: an instance is decode-heavy when the mean cached share of its
+   * windowed requests (1 for a decode-phase unit, 0 for a prefill-phase unit) exceeds this.
    */
   readonly phaseMixRatio: number;
   /**
@@ -69,7 +85,10 @@ export const E2_DEFAULTS: Required<Omit<E2Options, 'costModel'>> = {
   replicationFactor: 2,
   replicationMinSamples: 4,
   replicationMinQueueSeconds: 0.05,
+  exploitCandidates: 'key-portion',
   phaseMix: true,
+  phaseMixTest: 'relative',
+  phaseMixMargin: 0.2,
   phaseMixRatio: 0.8,
   phaseMixLoadGuard: Number.POSITIVE_INFINITY,
   defaultOutputTokens: 45,

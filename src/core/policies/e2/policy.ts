@@ -1,21 +1,20 @@
-import { type ClusterMatch, type ClusterNode, ClusterTree, type InstanceSlot } from '../../cluster-tree.ts';
+import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
-import type {
-  FinishCounts,
-  InstanceId,
-  InstanceInfo,
-  RouteDecision,
-  RouteRequest,
-  Tokens,
-} from '../../types.ts';
+import type { FinishCounts, InstanceId, InstanceInfo, RouteDecision, RouteRequest } from '../../types.ts';
 import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
-import { BasePolicy } from '../base-policy.ts';
 import { keyPortionOf } from './key-portion.ts';
 import { InstanceLoad, LoadEstimator, type WindowEntry } from './load.ts';
 import { E2_BRANCHES, E2_DEFAULTS, type E2Branch, type E2InstanceCost, type E2Options } from './options.ts';
 import { QueueTimeDetector, splitSubtreeByLoad } from './prefix-replication.ts';
 import { type MovableLoad, planRebalance, RedirectTable } from './rebalance.ts';
+import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from './tree-costs.ts';
+
+/** Live window entries of one instance ending at one leaf. */
+export interface LeafLoad {
+  prefillSeconds: number;
+  count: number;
+}
 
 interface Candidate {
   instance: InstanceId;
@@ -37,13 +36,20 @@ interface PrefixReplica {
  * lowest load cost L + M + P over all instances. Rebalancing and prefix replication adjust where future
  * exploit traffic goes. Every cost is kept incrementally: no decision scans the tree or the window.
  */
-export class E2Policy extends BasePolicy<E2InstanceCost> {
+export class E2Policy extends PrefixTreePolicy<E2InstanceCost> {
   readonly name = 'e2';
   readonly branches = E2_BRANCHES;
   readonly options: E2Options;
-  readonly tree = new ClusterTree();
   private readonly window: SlidingWindow<WindowEntry>;
   private readonly loads: InstanceLoad[] = [];
+  /**
+   * Per instance, the live window entries' prefill seconds and count by leaf node, kept as entries
+   * enter, change and leave the window, so that background work (rebalancing, prefix replication)
+   * reads the distinct leaves of the instances concerned instead of scanning the whole window. A live
+   * entry's leaf is a stable object (a split keeps it as the tail; a node on a windowed path is
+   * never merged away or removed).
+   */
+  private readonly leafLoads: Map<ClusterNode, LeafLoad>[] = [];
   private readonly cluster = { finished: 0, outputTokens: 0 };
   private readonly estimator: LoadEstimator;
   /** In-flight requests' window entries (the entry's time is when it was routed). */
@@ -57,23 +63,21 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
   private routingMatch: ClusterMatch | null = null;
   private exploreFor: readonly InstanceId[] | null = null;
   private exploreList: readonly Candidate[] = [];
-  /**
-   * PrefillTime(evicted tokens, at their context) x N_j, with N_j's denominator set per call: one
-   * function for all decisions, no closure allocated per decision.
-   */
-  private readonly victimPricing = {
-    requests: 1,
-    price: (node: ClusterNode, tokens: number, slot: InstanceSlot): number => {
-      if (slot.windowCount === 0) return 0;
-      const share = slot.windowCount / this.victimPricing.requests;
-      return this.options.costModel.prefillTime(tokens, node.endLen - tokens) * share;
-    },
-  };
+  private readonly victimPricing: WindowShareVictimPricing;
 
   constructor(options: Partial<E2Options> & { costModel: CostModel }) {
     super();
     this.options = { ...withDefaults(E2_DEFAULTS, options), costModel: options.costModel };
+    if (!['relative', 'absolute'].includes(this.options.phaseMixTest))
+      throw new Error(
+        `e2 option 'phaseMixTest' must be 'relative' or 'absolute', got '${this.options.phaseMixTest}'`,
+      );
+    if (!['key-portion', 'deepest'].includes(this.options.exploitCandidates))
+      throw new Error(
+        `e2 option 'exploitCandidates' must be 'key-portion' or 'deepest', got '${this.options.exploitCandidates}'`,
+      );
     this.window = new SlidingWindow(this.options.windowSeconds);
+    this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.estimator = new LoadEstimator(this.options.costModel, this.options.defaultOutputTokens);
     this.queueTimes = new QueueTimeDetector(
       this.options.windowSeconds / 2,
@@ -121,7 +125,11 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     const missed = tokens.length - cached;
 
     if (cached > 0 && missed < cached) {
-      const candidates = this.exploitCandidates(match.path, holders, active);
+      const owners =
+        this.options.exploitCandidates === 'key-portion'
+          ? this.keyPortionHolders(match, cached, holders)
+          : holders;
+      const candidates = this.exploitCandidates(match.path, owners, active);
       return this.cheapest(candidates, tokens.length, mark);
     }
 
@@ -155,7 +163,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       expired: false,
     };
     this.window.push(entry);
-    this.loadFor(instance).add(entry);
+    this.windowAdd(entry);
     this.inflightEntries.set(request.id, entry);
     if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
   }
@@ -185,8 +193,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       return;
     }
     const inWindow = !entry.expired;
-    const load = this.loadFor(instance);
-    if (inWindow) load.remove(entry);
+    if (inWindow) this.windowRemove(entry);
     entry.outputTokens = counts.outputTokens;
     if (counts.promptTokens > 0) {
       // The engine's own count of cached tokens is the truth; keep our token units by using its share.
@@ -196,29 +203,19 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       entry.prefillSeconds = this.options.costModel.prefillTime(missed, entry.cachedTokens);
     }
     if (inWindow) {
-      load.add(entry);
+      this.windowAdd(entry);
       this.cluster.finished++;
       this.cluster.outputTokens += entry.outputTokens;
     }
   }
 
-  override instanceEvicted(
-    instance: InstanceId,
-    path: Tokens,
-    keptTokens: number,
-    now: number,
-    evictedAt = now,
-  ): void {
-    this.tree.evictReported(instance, path, keptTokens, evictedAt);
-  }
-
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    const capacity = Number.isFinite(info.kvCapacityTokens)
-      ? info.kvCapacityTokens
-      : this.options.costModel.kvCapacityTokens;
-    this.tree.addInstance(instance, capacity, info.exclusivePrefixes === true);
     this.loadFor(instance);
+  }
+
+  protected get treeCostModel(): CostModel {
+    return this.options.costModel;
   }
 
   override instanceRemoved(instance: InstanceId, now: number): void {
@@ -265,6 +262,28 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     for (const i of active) cached = Math.max(cached, this.tree.cachedOn(i));
     const best = cached === 0 ? [] : active.filter((i) => this.tree.cachedOn(i) === cached);
     return { cached, holders: best };
+  }
+
+  /**
+   * The instances caching the key portion of the matched prefix (paper 3.2: "the GPU that caches the
+   * tree node with the longest tokens in the matched prefix"; Appendix A: the deepest node with more
+   * tokens than all its predecessors together), within the `cached` tokens some active instance
+   * holds. Caching is prefix-closed, so an instance caches that node iff its cached length reaches the
+   * node's end. Always a superset of the deepest node's holders.
+   */
+  private keyPortionHolders(match: ClusterMatch, cached: number, holders: InstanceId[]): InstanceId[] {
+    let keyEnd = 0;
+    for (const node of match.path) {
+      if (node.prefixLen >= cached) break;
+      const end = Math.min(node.endLen, cached);
+      if (end - node.prefixLen > node.prefixLen) keyEnd = end;
+    }
+    if (keyEnd === 0 || keyEnd >= cached) return holders;
+    const out = [...holders];
+    for (const i of this.view.active)
+      if (!out.includes(i) && this.tree.cachedOn(i) >= keyEnd && this.view.state(i)?.draining === false)
+        out.push(i);
+    return out;
   }
 
   /** Every active instance as an explore candidate; rebuilt only when the active set changes. */
@@ -332,9 +351,8 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
   }
 
   private better(cost: number, instance: InstanceId, bestCost: number, bestInstance: InstanceId): boolean {
-    const tolerance = 1e-12 * Math.max(1, Math.abs(bestCost));
-    if (cost < bestCost - tolerance) return true;
-    if (cost > bestCost + tolerance) return false;
+    const order = compareCost(cost, bestCost);
+    if (order !== 0) return order < 0;
     const a = this.view.inflight(instance);
     const b = this.view.inflight(bestInstance);
     return a < b || (a === b && instance < bestInstance);
@@ -366,15 +384,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     decision: RouteDecision<E2InstanceCost>,
     active: readonly InstanceId[],
   ): RouteDecision<E2InstanceCost> | undefined {
-    let target = -1;
-    let ratio = this.options.phaseMixRatio;
-    for (const i of active) {
-      const r = this.decodeRatioOf(i);
-      if (r > ratio) {
-        ratio = r;
-        target = i;
-      }
-    }
+    const target = this.decodeHeavy(active);
     if (target < 0 || target === decision.instance) return undefined;
     const cheapest = decision.costs.find((c) => c.instance === decision.instance)!.total;
     const targetCost = decision.costs.find((c) => c.instance === target)!.total;
@@ -385,6 +395,29 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       matchedTokens: this.tree.cachedOn(target),
       costs: decision.costs,
     };
+  }
+
+  /**
+   * The decode-heavy instance phase-mix balancing sends explored requests to, or -1 when the instances
+   * are "relatively balanced" (relative test) or none exceeds ImbalR (absolute test). Ties: lower id.
+   */
+  decodeHeavy(active: readonly InstanceId[]): InstanceId {
+    let target = -1;
+    let ratio = Number.NEGATIVE_INFINITY;
+    let sum = 0;
+    for (const i of active) {
+      const r = this.decodeRatioOf(i);
+      sum += r;
+      if (r > ratio) {
+        ratio = r;
+        target = i;
+      }
+    }
+    if (target < 0) return -1;
+    if (this.options.phaseMixTest === 'absolute') return ratio > this.options.phaseMixRatio ? target : -1;
+    if (active.length < 2) return -1;
+    const othersMean = (sum - ratio) / (active.length - 1);
+    return ratio > othersMean + this.options.phaseMixMargin ? target : -1;
   }
 
   /**
@@ -420,7 +453,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
     e.live = false;
     if (e.expired) return;
     this.tree.releaseWindow(e.leaf, e.instance);
-    this.loadFor(e.instance).remove(e);
+    this.windowRemove(e);
     if (e.outputTokens >= 0) {
       this.cluster.finished--;
       this.cluster.outputTokens -= e.outputTokens;
@@ -433,7 +466,7 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
       e.expired = true;
       if (!e.live) return; // already taken out
       this.tree.releaseWindow(e.leaf, e.instance);
-      this.loadFor(e.instance).remove(e);
+      this.windowRemove(e);
       if (e.outputTokens >= 0) {
         this.cluster.finished--;
         this.cluster.outputTokens -= e.outputTokens;
@@ -476,37 +509,138 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
 
   /**
    * The heavy instances' key portions shared by at least two of their requests in the window, with
-   * the load those requests put there: one scan of the window, in the background.
+   * the load those requests put there: read from the per-leaf sums of the heavy instances only.
    */
   private movableLoads(heavies: ReadonlySet<InstanceId>): Map<InstanceId, MovableLoad[]> {
-    const decode = new Map<InstanceId, number>();
+    const out = new Map<InstanceId, MovableLoad[]>();
+    for (const [instance, nodes] of this.keyPortionLoads(heavies)) {
+      const list: MovableLoad[] = [];
+      for (const [node, agg] of nodes) if (agg.count >= 2) list.push({ node, load: agg.load });
+      out.set(instance, list);
+    }
+    return out;
+  }
+
+  /** Windowed load and request count per movable key portion (cached there, not redirected) of each instance. */
+  private keyPortionLoads(
+    instances: Iterable<InstanceId>,
+  ): Map<InstanceId, Map<ClusterNode, { load: number; count: number }>> {
     const byInstance = new Map<InstanceId, Map<ClusterNode, { load: number; count: number }>>();
+    for (const instance of instances) {
+      const leaves = this.leafLoads[instance];
+      if (leaves === undefined || leaves.size === 0) continue;
+      let decode = -1;
+      let nodes: Map<ClusterNode, { load: number; count: number }> | undefined;
+      for (const [leaf, sums] of leaves) {
+        const kp = keyPortionOf(leaf);
+        if (kp === null || this.redirects.has(kp, instance) || !this.tree.isCached(kp, instance)) continue;
+        if (decode < 0) decode = this.estimator.decodeSeconds(this.loadFor(instance), this.cluster);
+        if (nodes === undefined) {
+          nodes = new Map();
+          byInstance.set(instance, nodes);
+        }
+        const agg = nodes.get(kp) ?? { load: 0, count: 0 };
+        agg.load += sums.prefillSeconds + sums.count * decode;
+        agg.count += sums.count;
+        nodes.set(kp, agg);
+      }
+    }
+    return byInstance;
+  }
+
+  /** A live entry enters the window's sums (routing, or its corrected re-entry at finish). */
+  private windowAdd(e: WindowEntry): void {
+    this.loadFor(e.instance).add(e);
+    if (e.leaf === null) return;
+    let leaves = this.leafLoads[e.instance];
+    if (leaves === undefined) {
+      leaves = new Map();
+      this.leafLoads[e.instance] = leaves;
+    }
+    const sums = leaves.get(e.leaf);
+    if (sums === undefined) leaves.set(e.leaf, { prefillSeconds: e.prefillSeconds, count: 1 });
+    else {
+      sums.prefillSeconds += e.prefillSeconds;
+      sums.count++;
+    }
+  }
+
+  /** A live entry leaves the window's sums (expiry, failure, removal, or before its correction). */
+  private windowRemove(e: WindowEntry): void {
+    this.loadFor(e.instance).remove(e);
+    if (e.leaf === null) return;
+    const leaves = this.leafLoads[e.instance];
+    const sums = leaves?.get(e.leaf);
+    if (leaves === undefined || sums === undefined)
+      throw new Error('e2: window entry missing from its leaf sums');
+    sums.count--;
+    if (sums.count === 0) leaves.delete(e.leaf);
+    else sums.prefillSeconds = Math.max(0, sums.prefillSeconds - e.prefillSeconds);
+  }
+
+  /**
+   * Check the incremental state against a full recomputation over the window (tests): the per-leaf
+   * sums, and the key-portion loads that rebalancing reads from them, as the old window scan made them.
+   */
+  checkIncrementalState(): void {
+    const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+    const fresh = new Map<InstanceId, Map<ClusterNode, LeafLoad>>();
     for (const e of this.window.entries()) {
-      if (!e.live || !heavies.has(e.instance)) continue;
+      if (!e.live || e.leaf === null) continue;
+      let leaves = fresh.get(e.instance);
+      if (leaves === undefined) {
+        leaves = new Map();
+        fresh.set(e.instance, leaves);
+      }
+      const sums = leaves.get(e.leaf) ?? { prefillSeconds: 0, count: 0 };
+      sums.prefillSeconds += e.prefillSeconds;
+      sums.count++;
+      leaves.set(e.leaf, sums);
+    }
+    const instances = new Set<InstanceId>(fresh.keys());
+    this.leafLoads.forEach((m, i) => {
+      if (m !== undefined && m.size > 0) instances.add(i);
+    });
+    for (const i of instances) {
+      const want = fresh.get(i) ?? new Map<ClusterNode, LeafLoad>();
+      const have = this.leafLoads[i] ?? new Map<ClusterNode, LeafLoad>();
+      if (want.size !== have.size)
+        throw new Error(`e2: instance ${i} has ${have.size} leaf sums, the window ${want.size}`);
+      for (const [leaf, w] of want) {
+        const h = have.get(leaf);
+        if (h === undefined || h.count !== w.count || !close(h.prefillSeconds, w.prefillSeconds))
+          throw new Error(`e2: leaf sums of instance ${i} differ from the window`);
+      }
+    }
+    // The old window scan, for the key-portion loads.
+    const scan = new Map<InstanceId, Map<ClusterNode, { load: number; count: number }>>();
+    for (const e of this.window.entries()) {
+      if (!e.live) continue;
       const kp = keyPortionOf(e.leaf);
       if (kp === null || this.redirects.has(kp, e.instance) || !this.tree.isCached(kp, e.instance)) continue;
-      let d = decode.get(e.instance);
-      if (d === undefined) {
-        d = this.estimator.decodeSeconds(this.loadFor(e.instance), this.cluster);
-        decode.set(e.instance, d);
-      }
-      let nodes = byInstance.get(e.instance);
+      const d = this.estimator.decodeSeconds(this.loadFor(e.instance), this.cluster);
+      let nodes = scan.get(e.instance);
       if (nodes === undefined) {
         nodes = new Map();
-        byInstance.set(e.instance, nodes);
+        scan.set(e.instance, nodes);
       }
       const agg = nodes.get(kp) ?? { load: 0, count: 0 };
       agg.load += e.prefillSeconds + d;
       agg.count++;
       nodes.set(kp, agg);
     }
-    const out = new Map<InstanceId, MovableLoad[]>();
-    for (const [instance, nodes] of byInstance) {
-      const list: MovableLoad[] = [];
-      for (const [node, agg] of nodes) if (agg.count >= 2) list.push({ node, load: agg.load });
-      out.set(instance, list);
+    const incremental = this.keyPortionLoads(instances);
+    for (const i of instances) {
+      const want = scan.get(i) ?? new Map();
+      const have = incremental.get(i) ?? new Map();
+      if (want.size !== have.size)
+        throw new Error(`e2: instance ${i} key portions differ from the window scan`);
+      for (const [kp, w] of want) {
+        const h = have.get(kp);
+        if (h === undefined || h.count !== w.count || !close(h.load, w.load))
+          throw new Error(`e2: key-portion load of instance ${i} differs from the window scan`);
+      }
     }
-    return out;
   }
 
   /** Replicate prefixes whose queueing time doubled onto the lightest other instance, splitting their subtree by load. */
@@ -540,17 +674,16 @@ export class E2Policy extends BasePolicy<E2InstanceCost> {
 
   /**
    * Algorithm 2 load (prefill of missed tokens + decode) that each child subtree of `node` put on
-   * `instance` in the window. Scans the window: background work, run only when prefix replication fires.
+   * `instance` in the window, from the instance's per-leaf sums (run only when prefix replication fires).
    */
   private childLoads(node: ClusterNode, instance: InstanceId): { node: ClusterNode; load: number }[] {
     const decode = this.estimator.decodeSeconds(this.loadFor(instance), this.cluster);
     const byChild = new Map<ClusterNode, number>();
-    for (const e of this.window.entries()) {
-      if (e.instance !== instance || !e.live) continue;
-      let child: ClusterNode | null = e.leaf;
+    for (const [leaf, sums] of this.leafLoads[instance] ?? []) {
+      let child: ClusterNode | null = leaf;
       while (child !== null && child.parent !== node) child = child.parent;
       if (child === null) continue;
-      byChild.set(child, (byChild.get(child) ?? 0) + e.prefillSeconds + decode);
+      byChild.set(child, (byChild.get(child) ?? 0) + sums.prefillSeconds + sums.count * decode);
     }
     return [...byChild].map(([c, load]) => ({ node: c, load }));
   }

@@ -121,6 +121,8 @@ test('E2 keeps its accounting exact through any mix of routing, feedback, evicti
             break;
         }
         p.tree.checkInvariants();
+        // Tick work reads incremental per-leaf sums: they equal a full recomputation over the window.
+        p.checkIncrementalState();
         for (let i = 0; i < INSTANCES; i++) {
           assert.equal(p.inflight(i), inflight.filter((r) => r.instance === i).length, `in flight on ${i}`);
           assert.ok(p.loadOf(i) >= 0);

@@ -331,10 +331,10 @@ test('adjustments expire after one window even with rebalancing off (replication
   assert.equal(route(p, concat(hot, seq(10, 5000)), 8.5).branch, 'replica');
   p.tick(100); // the window turned over: the replica and its redirects are gone
   for (let k = 0; k < 4; k++) {
-    // Among these children are the ones the subtree split moved to the replica.
+    // Among these children are the ones the subtree split moved to the replica. Instance 1 now
+    // caches the key portion `hot` too, so it competes by cost as a plain exploit candidate.
     const later = route(p, concat(hot, seq(10, 100 + 10 * k)), 100.5 + k);
     assert.equal(later.branch, 'exploit', `child ${k}`);
-    assert.equal(later.instance, 0);
   }
 });
 
@@ -415,5 +415,64 @@ test('exclusive prefixes (llama.cpp slots): a cached prefix busy with a running 
     p.requestFinished(twin.id, 3, finished(105));
     const later = route(p, concat(seq(100, 0), seq(5, 800)), 4);
     assert.equal(later.branch, 'exploit');
+  }
+});
+
+test('issue 11: exploit candidates are the key portion holders, each priced with its own miss', () => {
+  const A = seq(100, 0);
+  const build = (exploitCandidates: 'key-portion' | 'deepest') => {
+    const p = e2(2, { exploitCandidates });
+    assert.equal(route(p, concat(A, seq(10, 1000))).instance, 0); // explore -> 0
+    // cached 100 = missed 100: explore; 0 costs 0.56 + PT(100), 1 costs PT(200) -> 1, which now caches A.
+    assert.equal(route(p, concat(A, seq(100, 3000))).instance, 1);
+    // A + B exploits A (cached on both): L0 = 0.56 + PT(20) < L1 = 0.65 + PT(20) -> 0, which caches A + B.
+    assert.equal(route(p, concat(A, seq(20, 4000))).instance, 0);
+    return route(p, concat(A, seq(20, 4000), seq(5, 9000)));
+  };
+  // A (100 tokens, nothing before it) is the key portion; B (20 tokens after 100) is not.
+  const d = build('key-portion');
+  assert.equal(d.branch, 'exploit');
+  assert.equal(d.costs.length, 2, 'both instances caching the key portion compete');
+  // Instance 0: L = 0.11 + 0.02 + 2 x 0.45 = 1.03, P = PT(5). Instance 1: L = 0.2 + 0.45, P = PT(25).
+  close(costOf(d, 0).total, 1.035, 'cost 0');
+  close(costOf(d, 1).total, 0.675, 'cost 1');
+  assert.equal(d.instance, 1);
+  const old = build('deepest');
+  assert.equal(old.costs.length, 1, 'only the deepest node (A + B) holder');
+  assert.equal(old.instance, 0);
+});
+
+test('issue 11: phase-mix balancing fires on a relative imbalance, not on a high ratio every instance shares', () => {
+  const scenario = (phaseMixTest: 'relative' | 'absolute', onOne: number) => {
+    const p = e2(2, { phaseMix: true, phaseMixTest, phaseMixLoadGuard: Number.POSITIVE_INFINITY });
+    assert.equal(route(p, seq(100, 0)).instance, 0);
+    assert.equal(route(p, seq(100, 5000)).instance, 1);
+    for (let i = 0; i < 6; i++) route(p, concat(seq(100, 0), seq(5, 1000 + 10 * i))); // exploits -> 0
+    for (let i = 0; i < onOne; i++) route(p, concat(seq(100, 5000), seq(5, 2000 + 10 * i))); // -> 1
+    const ratios = [p.decodeRatioOf(0), p.decodeRatioOf(1)] as const;
+    return { ratios, d: route(p, seq(50, 7000)) };
+  };
+  // Both instances above ImbalR = 0.8 (the Programming pattern): Algorithm 1's absolute test sends the
+  // explored request to the more decode-heavy one although the two are balanced.
+  {
+    const { ratios, d } = scenario('absolute', 7);
+    assert.ok(ratios[0] > 0.8 && ratios[1] > ratios[0]); // 0.82 and 0.83
+    assert.equal(d.branch, 'phase-mix');
+    assert.equal(d.instance, 1);
+  }
+  {
+    const { d } = scenario('relative', 7);
+    assert.equal(d.branch, 'explore', 'relatively balanced: load-cost comparison');
+    assert.equal(d.instance, 0);
+  }
+  // One decode-heavy instance against a prefill-only one: the relative test fires too.
+  {
+    const p = e2(2, { phaseMix: true, phaseMixTest: 'relative' });
+    route(p, seq(100, 0));
+    for (let i = 0; i < 6; i++) route(p, concat(seq(100, 0), seq(5, 1000 + 10 * i)));
+    assert.equal(p.decodeHeavy([0, 1]), 0);
+    const d = route(p, seq(50, 7000));
+    assert.equal(d.branch, 'phase-mix');
+    assert.equal(d.instance, 0);
   }
 });

@@ -1,0 +1,67 @@
+import type { InstanceCost } from '../../types.ts';
+
+/** Why e2-plus chose an instance: the cheapest holder of the request's cached prefix, or any other. */
+export const E2_PLUS_BRANCHES = ['exploit', 'explore'] as const;
+export type E2PlusBranch = (typeof E2_PLUS_BRANCHES)[number];
+
+/** e2-plus's cost of one instance for one request (seconds). */
+export interface E2PlusInstanceCost extends InstanceCost {
+  /** Prefill queued on the instance ahead of this request (routed there, first token not yet out). */
+  readonly queued: number;
+  /** This request's own prefill of its miss on this instance. */
+  readonly prefill: number;
+  /** This request's decode at the instance's batch size, and what its decode adds to the others'. */
+  readonly decode: number;
+  /** What the request's prefill delays the instance's running requests by (their count x P). */
+  readonly interference: number;
+  /** Recomputation that its predicted evictions would cost (E2's M). */
+  readonly eviction: number;
+}
+
+export interface E2PlusOptions {
+  /** History window (seconds): prefix popularity for the eviction cost and the output-length estimate only. */
+  readonly windowSeconds: number;
+  /**
+   * The engines' queue order, for the prefill queued *ahead* of a request: 'lpm' (SGLang's default and
+   * the simulator's): only queued requests with at least as many cached tokens go first; 'fcfs': all.
+   */
+  readonly queueOrder: 'lpm' | 'fcfs';
+  /** Requests the engine admitted and is prefilling count as ahead whatever their cached share (running prefills take the chunk budget first). */
+  readonly startedAhead: boolean;
+  /** An admitted request's prefill counts only what is left of it (its predicted time less the time since admission). */
+  readonly remainingPrefill: boolean;
+  /** Charge what the request's prefill and decode cost the requests already running there (marginal latency). */
+  readonly interference: boolean;
+  /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
+  readonly interferenceWeight: number;
+  /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
+  readonly memoryTieBreak: boolean;
+  /** Include the eviction cost M. */
+  readonly evictionCost: boolean;
+  /** Weight of M. */
+  readonly evictionWeight: number;
+  /** Model each instance's LRU eviction on the global side (needed when engines do not report evictions). */
+  readonly predictEvictions: boolean;
+  /** Estimate output length per key portion of the prompt (else the cluster's window average). */
+  readonly perPrefixOutput: boolean;
+  /** Output length assumed before any request in the window has finished. */
+  readonly defaultOutputTokens: number;
+  /** A decision expires the window itself when the last expiry (tick) is older than this many seconds. */
+  readonly maxWindowStaleness: number;
+}
+
+export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
+  windowSeconds: 180,
+  queueOrder: 'lpm',
+  startedAhead: true,
+  remainingPrefill: true,
+  interference: true,
+  interferenceWeight: 1,
+  memoryTieBreak: true,
+  evictionCost: true,
+  evictionWeight: 1,
+  predictEvictions: true,
+  perPrefixOutput: true,
+  defaultOutputTokens: 45,
+  maxWindowStaleness: 1,
+};

@@ -1,0 +1,398 @@
+import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
+import type { CostModel } from '../../cost-model/types.ts';
+import type { FinishCounts, InstanceId, InstanceInfo, RouteDecision, RouteRequest } from '../../types.ts';
+import { SlidingWindow } from '../../window.ts';
+import { withDefaults } from '../../with-defaults.ts';
+import { keyPortionOf } from '../e2/key-portion.ts';
+import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from '../e2/tree-costs.ts';
+import {
+  E2_PLUS_BRANCHES,
+  E2_PLUS_DEFAULTS,
+  type E2PlusBranch,
+  type E2PlusInstanceCost,
+  type E2PlusOptions,
+} from './options.ts';
+
+/** One routed request as the history window remembers it (popularity and output lengths only). */
+interface WindowEntry {
+  readonly time: number;
+  readonly instance: InstanceId;
+  readonly leaf: ClusterNode | null;
+  readonly promptTokens: number;
+  /** Output tokens once finished; -1 before. */
+  outputTokens: number;
+  live: boolean;
+  expired: boolean;
+}
+
+/** A request in flight: what it still owes its instance. */
+interface Flight {
+  readonly instance: InstanceId;
+  readonly entry: WindowEntry;
+  /** Predicted prefill seconds while its first token is not out; -1 after. */
+  queuedPrefill: number;
+  /** Prompt tokens predicted cached on its instance at routing (its place in an lpm queue). */
+  readonly matched: number;
+  /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
+  started: boolean;
+  /** When it was admitted (its prefill has been running since). */
+  startedAt: number;
+}
+
+interface InstanceState {
+  /** Sum of in-flight requests' `queuedPrefill`. */
+  queuedPrefill: number;
+  /** The flights still before their first token. */
+  readonly queue: Set<Flight>;
+  /** In-flight requests past their first token (decoding). */
+  decoding: number;
+  /** Live window entries routed here (the eviction cost's N_j denominator). */
+  windowRequests: number;
+}
+
+/** Output-length sums over finished requests in the window. */
+interface OutputStats {
+  finished: number;
+  outputTokens: number;
+}
+
+/**
+ * e2-plus: our global policy beyond Preble's E2 (docs/e2.md, "e2-plus"). One cost comparison over
+ * every active instance, each priced with its own cache miss, in place of E2's binary exploit /
+ * explore rule; load is the instance's current work (prefill queued there and the batch it decodes),
+ * not three minutes of history. The cost of instance i for request r is r's marginal latency there:
+ *
+ *   Q_i (prefill queued ahead) + P_i (r's prefill of its miss on i)
+ *   + out x step_i(B_i + 1)                   r's own decode at i's batch size
+ *   + w x B_i x out x (step(B_i+1) - step(B_i)) what r's decode slows the B_i others by
+ *   + w x D_i x P_i                           what r's prefill delays the D_i decoding there by
+ *   + M_i                                     E2's eviction cost
+ *
+ * A burst on one prefix stays on its holder until the queue there costs more than recomputing the
+ * prefix elsewhere, then spreads (fan-out without a hint); imbalance is corrected at every decision.
+ * The window H is kept only for prefix popularity (M's N_j) and the output-length estimate.
+ */
+export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
+  readonly name = 'e2-plus';
+  readonly branches = E2_PLUS_BRANCHES;
+  readonly options: Required<E2PlusOptions> & { costModel: CostModel };
+  private readonly window: SlidingWindow<WindowEntry>;
+  private readonly states: InstanceState[] = [];
+  private readonly flights = new Map<string, Flight>();
+  private readonly cluster: OutputStats = { finished: 0, outputTokens: 0 };
+  /** Output sums per key portion (perPrefixOutput). */
+  private readonly byPrefix = new Map<ClusterNode, OutputStats>();
+  private lastExpiry = Number.NEGATIVE_INFINITY;
+  private routingMatch: ClusterMatch | null = null;
+  private readonly victimPricing: WindowShareVictimPricing;
+
+  constructor(options: Partial<E2PlusOptions> & { costModel: CostModel }) {
+    super();
+    this.options = { ...withDefaults(E2_PLUS_DEFAULTS, options), costModel: options.costModel };
+    if (!['lpm', 'fcfs'].includes(this.options.queueOrder))
+      throw new Error(
+        `e2-plus option 'queueOrder' must be 'lpm' or 'fcfs', got '${this.options.queueOrder}'`,
+      );
+    this.window = new SlidingWindow(this.options.windowSeconds);
+    this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
+    this.tree.onRemove = (node) => this.byPrefix.delete(node);
+    this.tree.onMerge = (parent, child) => {
+      const s = this.byPrefix.get(parent);
+      if (s === undefined) return;
+      this.byPrefix.delete(parent);
+      const t = this.byPrefix.get(child);
+      if (t === undefined) this.byPrefix.set(child, s);
+      else {
+        t.finished += s.finished;
+        t.outputTokens += s.outputTokens;
+      }
+    };
+  }
+
+  /** Prefill seconds queued on the instance (routed there, first token not yet out). */
+  queuedPrefillOf(instance: InstanceId): number {
+    return this.states[instance]?.queuedPrefill ?? 0;
+  }
+
+  protected choose(
+    request: RouteRequest,
+    now: number,
+    active: readonly InstanceId[],
+  ): RouteDecision<E2PlusInstanceCost> {
+    if (now - this.lastExpiry > this.options.maxWindowStaleness) this.expireWindow(now);
+    const tokens = request.tokens;
+    const match = this.tree.match(tokens);
+    this.routingMatch = match;
+    const mark = this.tree.markPath(match.path);
+    const out = this.expectedOutput(match);
+    const context = tokens.length + out / 2;
+    const costs: E2PlusInstanceCost[] = [];
+    let best = -1;
+    let bestCost = Number.POSITIVE_INFINITY;
+    let bestMatched = 0;
+    for (const i of active) {
+      const matched = this.tree.cachedOn(i);
+      const cost = this.costOf(i, tokens.length, matched, out, context, mark, now);
+      costs.push(cost);
+      if (best < 0 || this.better(cost.total, i, bestCost, best)) {
+        best = i;
+        bestCost = cost.total;
+        bestMatched = matched;
+      }
+    }
+    const branch: E2PlusBranch = bestMatched > 0 && bestMatched >= match.bestCached ? 'exploit' : 'explore';
+    return { instance: best, branch, matchedTokens: bestMatched, costs };
+  }
+
+  /** The marginal latency of placing a request on `instance` (see the class comment). */
+  costOf(
+    instance: InstanceId,
+    promptTokens: number,
+    matched: number,
+    out: number,
+    context: number,
+    mark: number,
+    now: number,
+  ): E2PlusInstanceCost {
+    const model = this.options.costModel;
+    const state = this.stateFor(instance);
+    const batch = this.view.inflight(instance);
+    const missed = promptTokens - matched;
+    const prefill = model.prefillTime(missed, matched);
+    const withIt = this.stepTime(batch + 1, context);
+    let decode = out * withIt;
+    let interference = 0;
+    if (this.options.interference) {
+      const w = this.options.interferenceWeight;
+      decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
+      interference = w * state.decoding * prefill;
+    }
+    let eviction = 0;
+    if (this.options.evictionCost && state.windowRequests > 0) {
+      this.victimPricing.requests = state.windowRequests;
+      eviction =
+        this.options.evictionWeight *
+        this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
+    }
+    const queued = this.queuedAhead(state, matched, now);
+    const total = queued + prefill + decode + interference + eviction;
+    return {
+      instance,
+      total,
+      queued,
+      prefill,
+      decode,
+      interference,
+      eviction,
+      matchedTokens: matched,
+    };
+  }
+
+  /**
+   * Prefill seconds queued ahead of a request with `matched` cached tokens, in the engines' queue
+   * order: under lpm, queued requests with fewer cached tokens go after it. (Counting also the queued
+   * request that is still computing the prefix this one counts as cached was measured worse on
+   * Video QA and LooGLE: it sends siblings away from a prefix being filled; docs/e2.md.)
+   */
+  private queuedAhead(state: InstanceState, matched: number, now: number): number {
+    if (state.queue.size === 0) return 0;
+    const remaining = this.options.remainingPrefill;
+    if (this.options.queueOrder === 'fcfs' && !remaining) return state.queuedPrefill;
+    let ahead = 0;
+    for (const f of state.queue) {
+      if (f.started) {
+        if (!this.options.startedAhead && this.options.queueOrder === 'lpm' && f.matched < matched) continue;
+        // An admitted prefill has been running since it started: only what is left of it is ahead.
+        ahead += remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
+      } else if (this.options.queueOrder === 'fcfs' || f.matched >= matched) ahead += f.queuedPrefill;
+    }
+    return ahead;
+  }
+
+  /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
+  private stepTime(batch: number, context: number): number {
+    if (batch <= 0) return 0;
+    const seq = batch * (context + 1);
+    return this.options.costModel.iterationTime({
+      requests: batch,
+      newTokens: batch,
+      seqTokens: seq,
+      newTimesSeq: seq,
+    });
+  }
+
+  private better(cost: number, instance: InstanceId, bestCost: number, bestInstance: InstanceId): boolean {
+    const order = compareCost(cost, bestCost);
+    if (order !== 0) return order < 0;
+    const a = this.view.inflight(instance);
+    const b = this.view.inflight(bestInstance);
+    if (a !== b) return a < b;
+    // Equal work: the instance with more free KV takes the new prefix (spreads the working set).
+    const ua = this.tree.usedTokens(instance) / Math.max(1, this.tree.capacityTokens(instance));
+    const ub = this.tree.usedTokens(bestInstance) / Math.max(1, this.tree.capacityTokens(bestInstance));
+    if (this.options.memoryTieBreak && ua !== ub) return ua < ub;
+    return instance < bestInstance;
+  }
+
+  /** Output length: the window's average for the request's key portion, else the cluster's, else the default. */
+  private expectedOutput(match: ClusterMatch): number {
+    if (this.options.perPrefixOutput && match.path.length > 0) {
+      const kp = keyPortionOf(match.path[match.path.length - 1]!);
+      const s = kp === null ? undefined : this.byPrefix.get(kp);
+      if (s !== undefined && s.finished > 0) return s.outputTokens / s.finished;
+    }
+    if (this.cluster.finished > 0) return this.cluster.outputTokens / this.cluster.finished;
+    return this.options.defaultOutputTokens;
+  }
+
+  protected override onRouted(
+    request: RouteRequest,
+    decision: RouteDecision<E2PlusInstanceCost>,
+    now: number,
+  ): void {
+    const instance = decision.instance;
+    const newest = this.window.peekNewest();
+    const time = newest !== undefined && newest.time > now ? newest.time : now;
+    const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
+    this.routingMatch = null;
+    const entry: WindowEntry = {
+      time,
+      instance,
+      leaf,
+      promptTokens: request.tokens.length,
+      outputTokens: -1,
+      live: true,
+      expired: false,
+    };
+    this.window.push(entry);
+    const state = this.stateFor(instance);
+    state.windowRequests++;
+    const chosen = decision.costs.find((c) => c.instance === instance);
+    const queuedPrefill = chosen?.prefill ?? 0;
+    state.queuedPrefill += queuedPrefill;
+    const flight: Flight = {
+      instance,
+      entry,
+      queuedPrefill,
+      matched: decision.matchedTokens,
+      started: false,
+      startedAt: 0,
+    };
+    state.queue.add(flight);
+    this.flights.set(request.id, flight);
+    if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
+  }
+
+  override requestStarted(id: string, now: number): void {
+    const f = this.flights.get(id);
+    if (f === undefined) return;
+    f.started = true;
+    f.startedAt = now;
+  }
+
+  override requestFirstToken(id: string, _now: number): void {
+    const f = this.flights.get(id);
+    if (f === undefined || f.queuedPrefill < 0) return;
+    this.prefillDone(f);
+    this.stateFor(f.instance).decoding++;
+    f.queuedPrefill = -1;
+  }
+
+  protected override onReleased(
+    id: string,
+    instance: InstanceId,
+    _now: number,
+    counts: FinishCounts | undefined,
+  ): void {
+    const f = this.flights.get(id);
+    if (f === undefined) return;
+    this.flights.delete(id);
+    const state = this.stateFor(instance);
+    if (f.queuedPrefill >= 0) this.prefillDone(f);
+    else state.decoding = Math.max(0, state.decoding - 1);
+    const e = f.entry;
+    this.tree.releaseInflight(e.leaf, instance);
+    if (!e.live) return;
+    if (counts === undefined) {
+      this.dropFromWindow(e);
+      return;
+    }
+    e.outputTokens = counts.outputTokens;
+    if (!e.expired) this.countOutput(e, 1);
+  }
+
+  private prefillDone(f: Flight): void {
+    const state = this.stateFor(f.instance);
+    state.queue.delete(f);
+    state.queuedPrefill = state.queuedPrefill - f.queuedPrefill;
+    // Float residue must not leave a phantom queue on an idle instance.
+    if (state.queuedPrefill < 1e-9) state.queuedPrefill = 0;
+  }
+
+  private countOutput(e: WindowEntry, sign: 1 | -1): void {
+    this.cluster.finished += sign;
+    this.cluster.outputTokens += sign * e.outputTokens;
+    if (!this.options.perPrefixOutput) return;
+    const kp = keyPortionOf(e.leaf);
+    if (kp === null) return;
+    let s = this.byPrefix.get(kp);
+    if (s === undefined) {
+      if (sign < 0) return;
+      s = { finished: 0, outputTokens: 0 };
+      this.byPrefix.set(kp, s);
+    }
+    s.finished += sign;
+    s.outputTokens += sign * e.outputTokens;
+    if (s.finished <= 0) this.byPrefix.delete(kp);
+  }
+
+  override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
+    super.instanceAdded(instance, info, now);
+    this.stateFor(instance);
+  }
+
+  protected get treeCostModel(): CostModel {
+    return this.options.costModel;
+  }
+
+  override instanceRemoved(instance: InstanceId, now: number): void {
+    super.instanceRemoved(instance, now);
+    for (const e of this.window.entries()) if (e.instance === instance && e.live) this.dropFromWindow(e);
+    this.tree.removeInstanceCache(instance);
+  }
+
+  override tick(now: number): void {
+    this.expireWindow(now);
+  }
+
+  private dropFromWindow(e: WindowEntry): void {
+    e.live = false;
+    if (e.expired) return;
+    this.tree.releaseWindow(e.leaf, e.instance);
+    const state = this.stateFor(e.instance);
+    state.windowRequests = Math.max(0, state.windowRequests - 1);
+    if (e.outputTokens >= 0) this.countOutput(e, -1);
+  }
+
+  private expireWindow(now: number): void {
+    this.lastExpiry = now;
+    this.window.expire(now, (e) => {
+      if (!e.live) {
+        e.expired = true;
+        return;
+      }
+      this.dropFromWindow(e);
+      e.live = true;
+      e.expired = true;
+    });
+  }
+
+  private stateFor(instance: InstanceId): InstanceState {
+    let s = this.states[instance];
+    if (s === undefined) {
+      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0 };
+      this.states[instance] = s;
+    }
+    return s;
+  }
+}

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { E2PlusInstanceCost, E2PlusOptions } from '../../../../src/core/policies/e2-plus/options.ts';
+import { E2PlusPolicy } from '../../../../src/core/policies/e2-plus/policy.ts';
+import type { RouteDecision } from '../../../../src/core/types.ts';
+import { concat, seq, simpleCostModel } from '../../../helpers/simple-cost-model.ts';
+
+// Cost model: PT(n) = 0.001 n s; one decode step of a batch of B = 0.001 B s; output before any
+// finish: 45 tokens. So r's decode at batch B costs 45 x 0.001 (B + 1) and slows the B others by 45 x 0.001 x B.
+function plus(instances: number, options: Partial<E2PlusOptions> = {}): E2PlusPolicy {
+  const p = new E2PlusPolicy({ costModel: simpleCostModel(), evictionCost: false, ...options });
+  for (let i = 0; i < instances; i++) p.instanceAdded(i, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+  return p;
+}
+
+let nextId = 0;
+function route(
+  p: E2PlusPolicy,
+  tokens: Uint32Array,
+  now = 0,
+): RouteDecision<E2PlusInstanceCost> & { id: string } {
+  const id = `p${nextId++}`;
+  return { ...p.route({ id, tokens, arrival: now }, now), id };
+}
+
+const close = (actual: number, expected: number, what: string) =>
+  assert.ok(Math.abs(actual - expected) < 1e-9, `${what}: ${actual} != ${expected}`);
+const cost = (d: RouteDecision<E2PlusInstanceCost>, i: number) => d.costs.find((c) => c.instance === i)!;
+
+test('idle cluster: every instance costs P + out x step(1), tie to the lower id', () => {
+  const p = plus(2);
+  const d = route(p, seq(100, 0));
+  close(cost(d, 0).total, 0.1 + 0.045, 'cost 0');
+  close(cost(d, 1).total, 0.145, 'cost 1');
+  assert.equal(d.instance, 0);
+  assert.equal(d.branch, 'explore');
+});
+
+test('every instance is priced with its own miss: the holder wins while its extra batch costs less than the prefix', () => {
+  const p = plus(2);
+  route(p, seq(100, 0)); // -> 0, in flight, 0.1 s of prefill queued
+  close(p.queuedPrefillOf(0), 0.1, 'queued');
+  const d = route(p, concat(seq(100, 0), seq(20, 500)));
+  // 0: nothing queued ahead under lpm (the queued request has fewer cached tokens), P = 0.02,
+  //    decode 45 x 0.002 + 1 x 45 x 0.001 = 0.135. 1: P = 0.12, decode 0.045.
+  close(cost(d, 0).queued, 0, 'lpm: nothing ahead');
+  close(cost(d, 0).total, 0.155, 'cost 0');
+  close(cost(d, 1).total, 0.165, 'cost 1');
+  assert.equal(d.instance, 0);
+  assert.equal(d.branch, 'exploit');
+});
+
+test('fcfs queue order counts the whole queued prefill ahead, and the cheaper miss elsewhere wins', () => {
+  const p = plus(2, { queueOrder: 'fcfs' });
+  route(p, seq(100, 0));
+  const d = route(p, concat(seq(100, 0), seq(20, 500)));
+  close(cost(d, 0).total, 0.1 + 0.155, 'cost 0');
+  assert.equal(d.instance, 1);
+  assert.equal(d.branch, 'explore');
+});
+
+test('after its first token a request no longer queues: it decodes, and a new prefill there delays it', () => {
+  const p = plus(2);
+  const a = route(p, seq(100, 0));
+  p.requestFirstToken(a.id, 1);
+  close(p.queuedPrefillOf(0), 0, 'no prefill queued');
+  const d = route(p, seq(200, 9000), 1);
+  // 0: P = 0.2, delays its 1 decoding request by 0.2; decode 0.135. 1: P = 0.2, decode 0.045.
+  close(cost(d, 0).interference, 0.2, 'interference');
+  assert.equal(d.instance, 1);
+  p.requestFinished(a.id, 2, { promptTokens: 100, cachedTokens: 0, outputTokens: 5 });
+  // The window's output average (5 tokens) now prices decode.
+  const e = route(p, seq(10, 20_000), 2);
+  close(cost(e, 0).decode, 5 * 0.001, 'decode at the observed output length');
+});
+
+test('a burst on one prefix spreads once the holder costs more than recomputing the prefix elsewhere', () => {
+  const p = plus(2);
+  const prefix = seq(300, 0);
+  const placed: number[] = [];
+  for (let k = 0; k < 12; k++) placed.push(route(p, concat(prefix, seq(5, 1000 + 10 * k))).instance);
+  assert.equal(placed[0], 0);
+  assert.equal(placed[1], 0, 'the second sample exploits');
+  assert.ok(placed.includes(1), `the burst spills over: ${placed}`);
+  const ones = placed.filter((i) => i === 1).length;
+  assert.ok(ones < placed.length / 2 + 2, 'but the holder keeps its share');
+});
+
+test('invalid queueOrder is refused', () => {
+  assert.throws(() => plus(1, { queueOrder: 'x' as 'lpm' }), /queueOrder/);
+});
+
+test('a request the engine admitted is ahead whatever its cached share: running prefills take the budget first', () => {
+  for (const startedAhead of [true, false]) {
+    const p = plus(2, { startedAhead });
+    const a = route(p, seq(100, 0));
+    p.requestStarted(a.id, 0.1);
+    const d = route(p, concat(seq(100, 0), seq(20, 500)), 0.1);
+    close(cost(d, 0).queued, startedAhead ? 0.1 : 0, `queued ahead (startedAhead ${startedAhead})`);
+  }
+});
+
+test('equal cost and load: the new prefix goes where more KV is free (spreads the working set)', () => {
+  for (const memoryTieBreak of [true, false]) {
+    const p = new E2PlusPolicy({ costModel: simpleCostModel(), evictionCost: false, memoryTieBreak });
+    for (let i = 0; i < 2; i++) p.instanceAdded(i, { kvCapacityTokens: 1000 }, 0);
+    const a = route(p, seq(100, 0));
+    p.requestFinished(a.id, 1, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 });
+    const d = route(p, seq(100, 5000), 1);
+    close(cost(d, 0).total, cost(d, 1).total, 'tied');
+    assert.equal(d.instance, memoryTieBreak ? 1 : 0);
+  }
+});
+
+test('an admitted prefill counts only what is left of it', () => {
+  for (const remainingPrefill of [true, false]) {
+    const p = plus(2, { remainingPrefill });
+    const a = route(p, seq(100, 0));
+    p.requestStarted(a.id, 0);
+    const d = route(p, seq(50, 5000), 0.04);
+    close(
+      cost(d, 0).queued,
+      remainingPrefill ? 0.06 : 0.1,
+      `queued ahead (remainingPrefill ${remainingPrefill})`,
+    );
+  }
+});
+
+test('output length is estimated per key portion where the window has seen one, else over the cluster', () => {
+  const p = plus(2);
+  const long = seq(200, 0);
+  const a = route(p, concat(long, seq(5, 1000)));
+  p.requestFinished(a.id, 1, { promptTokens: 205, cachedTokens: 0, outputTokens: 100 });
+  const b = route(p, seq(300, 50_000), 1);
+  p.requestFinished(b.id, 2, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  // Same key portion as a: its 100 tokens; a fresh prompt: the cluster's (100 + 10) / 2.
+  const c = route(p, concat(long, seq(5, 2000)), 2);
+  close(cost(c, 1).decode, 100 * 0.001, 'per prefix');
+  assert.equal(c.instance, 0, 'the holder');
+  const d = route(p, seq(50, 90_000), 2);
+  close(cost(d, 1).decode, 55 * 0.001, 'cluster average (nothing in flight on 1)');
+});

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { GRID_SIZES, LOADS, policies } from '../../src/experiments/policies.ts';
+import { runCells } from '../../src/experiments/runner.ts';
+
+test('the policies grid: every workload and mixed, three loads from the sweep, two sizes; Azure skipped with the reason when the trace is missing', () => {
+  const only = ['e2-plus', 'round-robin'];
+  const cells = policies.cells({ requests: 20, seed: 0, only, azureTrace: '/nonexistent/azure.csv' });
+  assert.equal(cells.length, 6 * GRID_SIZES.length * LOADS.length * only.length);
+  for (const panel of new Set(cells.map((c) => c.panel))) {
+    const rates = [...new Set(cells.filter((c) => c.panel === panel).map((c) => c.spec.rps))].sort(
+      (a, b) => a - b,
+    );
+    assert.equal(rates.length, 3, `${panel}: light, medium, heavy`);
+    assert.ok(
+      Math.abs(rates[1]! - 2 * rates[0]!) < 0.02 && Math.abs(rates[2]! - 2 * rates[1]!) < 0.02,
+      `${rates}`,
+    );
+  }
+  const some = cells.filter((c) => c.panel.startsWith('toolbench, 4 '));
+  const results = runCells(some);
+  const text = policies.discuss(results);
+  assert.match(text, /mixed@azure .* skipped: '\/nonexistent\/azure.csv' not found/);
+  assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \|/);
+  const claims = policies.claims!(results);
+  const vsAnchors = claims.find((c) => c.id === 'e2-plus-vs-anchors');
+  assert.ok(vsAnchors !== undefined);
+  const [, won, even, lost] = /won (\d+), even (\d+), lost (\d+)/.exec(vsAnchors.measured)!.map(Number);
+  assert.equal(won! + even! + lost!, 3, 'three cells against one anchor');
+  assert.equal(vsAnchors.holds, lost === 0);
+});
