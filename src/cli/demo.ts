@@ -77,8 +77,8 @@ interface DemoFlags {
 const REAL_STREAM = { prefixes: 8, prefixChars: 1500, suffixChars: 40, outputTokens: 8 } as const;
 
 /** The demo's default comparison: ours, the paper's, the router users already have, two baselines. */
-const EMULATED_POLICIES = 'e2,cache-aware,least-load,round-robin';
-const REAL_POLICIES = 'e2,cache-aware,round-robin';
+const EMULATED_POLICIES = 'e2-plus,e2,cache-aware,least-load,round-robin';
+const REAL_POLICIES = 'e2-plus,e2,cache-aware,round-robin';
 
 /** The cost-model preset fitted to the CPU llama.cpp replicas (docs/results/calibration). */
 const REAL_COST_MODEL = 'llamacpp-small-cpu';
