@@ -8,7 +8,13 @@ import { adminRoutes } from './admin.ts';
 import { Admission } from './admission.ts';
 import { type ClientKey, KeyStore } from './auth.ts';
 import { BackendTokenizer } from './backend-tokenizer.ts';
-import { type DialectName, type GatewayConfig, parseGatewayConfig } from './config.ts';
+import {
+  type DialectName,
+  type GatewayConfig,
+  parseGatewayConfig,
+  type ReplicaRole,
+  rolesProblem,
+} from './config.ts';
 import { sendError } from './errors.ts';
 import { checkHealth } from './health.ts';
 import { KvEventSubscriber } from './kv-events.ts';
@@ -22,6 +28,8 @@ import { type Replica, ReplicaSet } from './replicas.ts';
 export interface ReplicaSpec {
   readonly url: string;
   readonly dialect?: DialectName;
+  /** mixed (default), prefill or decode (prefill/decode disaggregation, see docs/gateway.md). */
+  readonly role?: ReplicaRole;
   readonly kvTokens?: number;
   /** The model it serves; absent: `model` below, else read from the replica's /v1/models. */
   readonly model?: string | undefined;
@@ -100,6 +108,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger: level === 'silent' ? false : { level, stream: process.stderr },
     return503OnClosing: true,
   });
+  // A disaggregated policy (it has kvReady) needs prefill and decode replicas; a colocated one, mixed ones.
+  const probe = options.createPolicy();
+  const disaggregated = typeof probe.kvReady === 'function';
+  const checkRoles = (roles: readonly ReplicaRole[]) => rolesProblem(disaggregated, probe.name, roles);
+  const problem = checkRoles(
+    options.replicas.map((s) => (typeof s === 'string' ? 'mixed' : (s.role ?? 'mixed'))),
+  );
+  if (problem !== undefined) throw new Error(problem);
   const metrics = new GatewayMetrics();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics.registry });
   const timeScale = options.timeScale ?? 1;
@@ -144,10 +160,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     now,
   );
   for (const spec of options.replicas) {
-    const s = typeof spec === 'string' ? { url: spec } : spec;
+    const s: ReplicaSpec = typeof spec === 'string' ? { url: spec } : spec;
     replicas.add({
       url: s.url,
       dialect: s.dialect ?? 'preble',
+      role: s.role ?? 'mixed',
       kvTokens: s.kvTokens ?? options.replicaKvTokens,
       model: s.model ?? options.model,
       kvEvents: s.kvEvents,
@@ -273,6 +290,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       defaultModel: options.model,
       now,
       discoverModels: () => discovery.runNow(),
+      checkRoles,
     });
 
   // Ticks and load polls are periodic on the policy's clock (the replicas' seconds), as in the
