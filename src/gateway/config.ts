@@ -98,6 +98,8 @@ export const gatewayConfigSchema = z
         /** Longest silence inside a streamed answer. */
         idleSeconds: seconds.default(60),
         requestSeconds: seconds.default(600),
+        /** Prefill/decode disaggregation: the whole prefill leg (its one-token answer). */
+        prefillSeconds: seconds.default(120),
       })
       .strict()
       .prefault({}),

@@ -116,6 +116,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     options.replicas.map((s) => (typeof s === 'string' ? 'mixed' : (s.role ?? 'mixed'))),
   );
   if (problem !== undefined) throw new Error(problem);
+  for (const spec of options.replicas) {
+    if (typeof spec === 'string' || (spec.role ?? 'mixed') === 'mixed') continue;
+    const dialect = spec.dialect ?? 'preble';
+    if (dialect !== 'preble' && dialect !== 'vllm')
+      throw new Error(
+        `replica ${spec.url}: role ${spec.role} needs a dialect that speaks kv_transfer_params (preble or vllm); ${dialect} disaggregation is not implemented yet`,
+      );
+  }
   const metrics = new GatewayMetrics();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics.registry });
   const timeScale = options.timeScale ?? 1;

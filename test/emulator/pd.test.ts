@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createEngineServer, type EngineServer } from '../../src/emulator/server.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: JSON answers, read by their known shape
+type Json = Record<string, any>;
+
 const MODEL = 'mistral-7b-a6000';
 
 async function post(url: string, path: string, body: Record<string, unknown>) {
@@ -10,7 +13,7 @@ async function post(url: string, path: string, body: Record<string, unknown>) {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: MODEL, ...body }),
   });
-  return { status: res.status, json: (await res.json()) as Record<string, any> };
+  return { status: res.status, json: (await res.json()) as Json };
 }
 
 describe('preble engine --role prefill|decode (vLLM-style kv_transfer_params)', () => {
