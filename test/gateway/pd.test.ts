@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
 import { createGlobalPolicy } from '../../src/core/policies/registry.ts';
+import type { GlobalPolicy } from '../../src/core/types.ts';
 import type { FaultSettings } from '../../src/emulator/faults.ts';
 import { createEngineServer, type EngineServer } from '../../src/emulator/server.ts';
 import { parseGatewayConfig } from '../../src/gateway/config.ts';
@@ -311,4 +312,118 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
       ['prefill', 'decode'],
     );
   });
+
+  it('tells the policy each leg in the contract order, and each try ends exactly once', async () => {
+    const prefill = await engine('prefill');
+    const bad = await engine('decode', { failRate: 1 });
+    const good = await engine('decode');
+    const log: string[] = [];
+    const costModel = costModelPreset(MODEL);
+    const pd = await pdGateway(
+      [
+        { url: prefill.url, role: 'prefill' },
+        { url: bad.url, role: 'decode' },
+        { url: good.url, role: 'decode' },
+      ],
+      { createPolicy: () => recording(createGlobalPolicy('distserve', { costModel }), log) },
+    );
+    const first = await post(pd.url, '/v1/completions', { prompt: 'order one', max_tokens: 3 });
+    assert.equal(first.status, 200);
+    // distserve rotates its decode pick: the first request meets the failing decode replica first.
+    assert.deepEqual(strip(log), [
+      'route',
+      'requestStarted',
+      'requestFirstToken',
+      'kvReady',
+      'routeDecode',
+      'routeDecode',
+      'kvArrived',
+      'requestFinished',
+    ]);
+    assert.equal(new Set(log.map((l) => l.split(':')[1])).size, 1, 'one try, one id');
+    log.length = 0;
+    const second = await post(pd.url, '/v1/completions', { prompt: 'order two', max_tokens: 3 });
+    assert.equal(second.status, 200);
+    const calls = strip(log);
+    assert.deepEqual(calls.slice(0, 5), [
+      'route',
+      'requestStarted',
+      'requestFirstToken',
+      'kvReady',
+      'routeDecode',
+    ]);
+    assert.deepEqual(calls.slice(-2), ['kvArrived', 'requestFinished']);
+    assert.equal(calls.filter((c) => c === 'requestFinished' || c === 'requestFailed').length, 1);
+    await settle(pd.counts);
+  });
+
+  it('lists and adds replicas with roles through the admin API', async () => {
+    const prefill = await engine('prefill');
+    const decode = await engine('decode');
+    const adminKey = 'admin-key-0123456789';
+    const pd = await pdGateway(
+      [
+        { url: prefill.url, role: 'prefill' },
+        { url: decode.url, role: 'decode' },
+      ],
+      {
+        auth: { adminKey },
+      },
+    );
+    const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
+    const list = (await (await fetch(`${pd.url}/admin/replicas`, { headers })).json()) as Json;
+    assert.deepEqual(
+      list['replicas'].map((r: Json) => r['role']),
+      ['prefill', 'decode'],
+    );
+    const extra = await engine('decode');
+    const added = await fetch(`${pd.url}/admin/replicas`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ url: extra.url, role: 'decode', model: MODEL }),
+    });
+    assert.equal(added.status, 201);
+    assert.equal(((await added.json()) as Json)['role'], 'decode');
+    const colocated = await startGateway([{ url: extra.url }], { auth: { adminKey } });
+    gateways.push(colocated.gateway);
+    const refused = await fetch(`${colocated.url}/admin/replicas`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ url: prefill.url, role: 'prefill', model: MODEL }),
+    });
+    assert.equal(refused.status, 400);
+    assert.match(((await refused.json()) as Json)['error'].message, /runs whole requests on mixed replicas/);
+  });
 });
+
+const RECORDED = new Set([
+  'route',
+  'requestStarted',
+  'requestFirstToken',
+  'kvReady',
+  'routeDecode',
+  'kvArrived',
+  'requestFinished',
+  'requestFailed',
+]);
+
+/** The policy, its per-request calls logged as `method:id`. */
+function recording(policy: GlobalPolicy, log: string[]): GlobalPolicy {
+  return new Proxy(policy, {
+    get(target, prop, _receiver) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (typeof prop === 'string' && RECORDED.has(prop)) {
+          const first = args[0] as { id?: string } | string;
+          log.push(`${prop}:${typeof first === 'string' ? first : first.id}`);
+        }
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+function strip(log: readonly string[]): string[] {
+  return log.map((l) => l.split(':')[0]!);
+}
