@@ -16,7 +16,7 @@ export interface AdminContext {
   readonly now: () => number;
   /** Read the replicas' /v1/models now (a new replica joins its model's pool). */
   readonly discoverModels: () => Promise<void>;
-  /** Why the fleet with these roles could not run under the policy (a role the policy cannot use); undefined: fine. */
+  /** Why a fleet with these roles could never run under the policy (a role it cannot use); undefined: fine. */
   readonly checkRoles: (roles: readonly ReplicaRole[]) => string | undefined;
 }
 

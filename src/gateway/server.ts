@@ -298,7 +298,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       defaultModel: options.model,
       now,
       discoverModels: () => discovery.runNow(),
-      checkRoles,
+      // A fleet may be built one replica at a time: only a role the policy can never use is refused.
+      checkRoles: (roles) => (disaggregated ? undefined : checkRoles(roles)),
     });
 
   // Ticks and load polls are periodic on the policy's clock (the replicas' seconds), as in the

@@ -53,7 +53,11 @@ test('completions and chats, streamed and not, through a PD gateway equal the co
   const b = await colocated.completions.create({ model, prompt, max_tokens: 6 });
   assert.equal(a.choices[0]!.text, b.choices[0]!.text);
   assert.equal(a.usage?.prompt_tokens, prompt.length);
-  assert.equal(a.usage?.prompt_tokens_details?.cached_tokens, prompt.length, 'the decode replica computed no prompt token');
+  assert.equal(
+    a.usage?.prompt_tokens_details?.cached_tokens,
+    prompt.length,
+    'the decode replica computed no prompt token',
+  );
 
   const stream = await pd.completions.create({
     model,
