@@ -219,7 +219,7 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
         { url: good.url, role: 'prefill' },
         { url: decode.url, role: 'decode' },
       ],
-      { timeouts: { prefillSeconds: 0.3 } },
+      { timeouts: { prefillSeconds: 1.5 } },
     );
     const r = await post(pd.url, '/v1/completions', { prompt: 'slow prefill', max_tokens: 3 });
     assert.equal(r.status, 200, r.text);
@@ -227,6 +227,28 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
     assert.equal(
       await gatewayMetric(pd.gateway, 'preble_upstream_attempts_total', { replica: '0', outcome: 'timeout' }),
       1,
+    );
+    await settle(pd.counts);
+  });
+
+  it('a decode leg that fails after the client got bytes ends the stream with an error event', async () => {
+    const prefill = await engine('prefill');
+    const decode = await engine('decode', { stallAfter: 2 });
+    const pd = await pdGateway(
+      [
+        { url: prefill.url, role: 'prefill' },
+        { url: decode.url, role: 'decode' },
+      ],
+      { timeouts: { idleSeconds: 0.5 } },
+    );
+    const r = await post(pd.url, '/v1/completions', { prompt: 'cut short', max_tokens: 8, stream: true });
+    assert.equal(r.status, 200);
+    assert.match(r.text, /"text":"lo"|"text":"l"/);
+    assert.match(r.text, /data: \{"error":\{"message":"replica .* timed out/);
+    assert.equal(
+      await gatewayMetric(pd.gateway, 'preble_pd_leg_retries_total'),
+      0,
+      'nothing retried once bytes went out',
     );
     await settle(pd.counts);
   });
