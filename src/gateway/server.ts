@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { collectDefaultMetrics } from 'prom-client';
+import { isDisaggregatedPolicyName } from '../core/policies/registry.ts';
 import type { GlobalPolicy } from '../core/types.ts';
 import { charsTokenizer } from '../text/chars-tokenizer.ts';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.ts';
@@ -108,10 +109,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger: level === 'silent' ? false : { level, stream: process.stderr },
     return503OnClosing: true,
   });
-  // A disaggregated policy (it has kvReady) needs prefill and decode replicas; a colocated one, mixed ones.
-  const probe = options.createPolicy();
-  const disaggregated = typeof probe.kvReady === 'function';
-  const checkRoles = (roles: readonly ReplicaRole[]) => rolesProblem(disaggregated, probe.name, roles);
+  // A disaggregated policy needs prefill and decode replicas; a colocated one, mixed ones. The policy
+  // made to ask its name is the first pool's, so a one-model gateway still makes exactly one.
+  let probe: GlobalPolicy | undefined = options.createPolicy();
+  const policyName = probe.name;
+  const disaggregated = isDisaggregatedPolicyName(policyName);
+  const createPolicy = () => {
+    const made = probe ?? options.createPolicy();
+    probe = undefined;
+    return made;
+  };
+  const checkRoles = (roles: readonly ReplicaRole[]) => rolesProblem(disaggregated, policyName, roles);
   const problem = checkRoles(
     options.replicas.map((s) => (typeof s === 'string' ? 'mixed' : (s.role ?? 'mixed'))),
   );
@@ -147,7 +155,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     subscribers.set(r.id, sub);
   };
   const replicas = new ReplicaSet(
-    options.createPolicy,
+    createPolicy,
     {
       breaker: { ...defaults.breaker, ...options.breaker },
       connectTimeoutSeconds: timeouts.connectSeconds,
