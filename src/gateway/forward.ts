@@ -156,8 +156,9 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     });
     if (res.statusCode >= 500 || res.statusCode === 429) {
       const text = await res.body.text();
-      // A 429 is the replica's back-pressure, not a fault: try elsewhere, keep its breaker closed.
-      if (res.statusCode >= 500) ctx.replicas.failed(replica);
+      // A 429 is the replica's back-pressure, not a fault: try elsewhere, keep its breaker closed. Nor is
+      // a decode replica's "the KV is gone" (disaggregation: the prefill runs again).
+      if (res.statusCode >= 500 && upstreamCode(text) !== 'kv_transfer_failed') ctx.replicas.failed(replica);
       settle(undefined, 'replica_error');
       return {
         kind: 'retryable',
