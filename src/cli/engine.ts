@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
+import { isLinkClass, linkClassNames } from '../core/fleet/kv-link.ts';
 import {
   DEFAULT_BODY_LIMIT,
   DEFAULT_MODEL,
@@ -28,6 +29,9 @@ interface EngineFlags {
   faultAdmin?: boolean;
   kvEvents?: string;
   kvBlockSize: number;
+  role: string;
+  kvLink: string;
+  kvHoldSeconds: number;
 }
 
 function port(value: string): number {
@@ -71,6 +75,22 @@ export function registerEngine(program: Command): void {
       'publish KV-cache events as vLLM does (ZMQ PUB, msgpack) on this endpoint, e.g. tcp://127.0.0.1:5557 (port 0: a free one, printed on stderr)',
     )
     .option('--kv-block-size <n>', 'tokens per block in the KV events', positiveInt, 16)
+    .option(
+      '--role <role>',
+      'mixed (whole requests), prefill (runs prompts, holds their KV for a decode engine) or decode (pulls the KV named by kv_transfer_params and generates)',
+      'mixed',
+    )
+    .option(
+      '--kv-link <class>',
+      `decode role: the link the KV crosses, for its transfer time (${linkClassNames.join(', ')})`,
+      'emulated',
+    )
+    .option(
+      '--kv-hold-seconds <s>',
+      'prefill role: seconds a KV nobody pulls is held before it is freed',
+      positiveNumber,
+      60,
+    )
     .option('--seed <s>', 'shifts the generated text and seeds --fail-rate', nonNegativeInt, 0)
     .option('--body-limit <bytes>', 'largest request body', positiveInt, DEFAULT_BODY_LIMIT)
     .option('--grace <s>', 'seconds in-flight requests get to finish on SIGTERM', positiveNumber, 5)
@@ -111,6 +131,12 @@ export function registerEngine(program: Command): void {
 }
 
 async function runEngine(flags: EngineFlags): Promise<void> {
+  if (flags.role !== 'mixed' && flags.role !== 'prefill' && flags.role !== 'decode')
+    throw new InvalidArgumentError(`--role: expected mixed, prefill or decode, got '${flags.role}'`);
+  if (!isLinkClass(flags.kvLink))
+    throw new InvalidArgumentError(
+      `--kv-link: expected one of ${linkClassNames.join(', ')}, got '${flags.kvLink}'`,
+    );
   const { createEngineServer } = await import('../emulator/server.ts'); // here, not above: --help stays quick
   const server = createEngineServer({
     model: flags.model,
@@ -128,6 +154,9 @@ async function runEngine(flags: EngineFlags): Promise<void> {
       healthStatus: flags.healthStatus,
     },
     faultAdmin: flags.faultAdmin === true,
+    role: flags.role,
+    kvLink: flags.kvLink,
+    kvHoldSeconds: flags.kvHoldSeconds,
     ...(flags.kvEvents === undefined ? {} : { kvEvents: flags.kvEvents, kvBlockSize: flags.kvBlockSize }),
   });
   const { url } = await server.listen(flags.port, flags.host);

@@ -9,6 +9,8 @@ interface ServeFlags {
   port?: number;
   host?: string;
   replica: string[];
+  prefill: string[];
+  decode: string[];
   dialect?: string;
   policy?: string;
   costModel?: string;
@@ -40,7 +42,22 @@ export function registerServe(program: Command): void {
       (v: string, all: string[]) => [...all, v],
       [],
     )
-    .option('--dialect <name>', 'dialect of the --replica replicas: preble, vllm, sglang, llamacpp')
+    .option(
+      '--prefill <url>',
+      'a prefill replica (prefill/decode disaggregation; repeat for each; needs a disaggregated --policy such as distserve)',
+      (v: string, all: string[]) => [...all, v],
+      [],
+    )
+    .option(
+      '--decode <url>',
+      'a decode replica (prefill/decode disaggregation; repeat for each)',
+      (v: string, all: string[]) => [...all, v],
+      [],
+    )
+    .option(
+      '--dialect <name>',
+      'dialect of the --replica, --prefill and --decode replicas: preble, vllm, sglang, llamacpp',
+    )
     .option('--policy <name>', 'global policy (default e2)')
     .option('--cost-model <preset>', "cost-model preset of the replicas' hardware (default mistral-7b-a6000)")
     .option('--kv-tokens <n>', "replicas' KV capacity in tokens (default: the preset's)", positiveInt)
@@ -105,11 +122,17 @@ export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
   set('tokenizerThreads', flags.tokenizerThreads);
   set('logLevel', flags.logLevel);
   set('logBodies', flags.logBodies);
-  if (flags.replica.length > 0) {
+  const flagged = [
+    ...flags.replica.map((url) => ({ url, role: 'mixed' })),
+    ...(flags.prefill ?? []).map((url) => ({ url, role: 'prefill' })),
+    ...(flags.decode ?? []).map((url) => ({ url, role: 'decode' })),
+  ];
+  if (flagged.length > 0) {
     const fromFile = Array.isArray(raw['replicas']) ? (raw['replicas'] as unknown[]) : [];
-    const fromFlags = flags.replica.map((url) =>
-      flags.dialect === undefined ? url : { url, dialect: flags.dialect },
-    );
+    const fromFlags = flagged.map((r) => ({
+      ...r,
+      ...(flags.dialect === undefined ? {} : { dialect: flags.dialect }),
+    }));
     raw['replicas'] = [...fromFile, ...fromFlags];
   }
   if (flags.maxConcurrent !== undefined) section('limits')['maxConcurrent'] = flags.maxConcurrent;
@@ -119,7 +142,9 @@ export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
   if (raw['port'] === undefined) throw new Error('--port: give a port (or port: in the config file)');
   const config = parseGatewayConfig(raw, flags.config ?? 'flags');
   if (config.replicas.length === 0)
-    throw new Error('replicas: give at least one (--replica URL, or replicas: in the config file)');
+    throw new Error(
+      'replicas: give at least one (--replica URL, --prefill URL and --decode URL, or replicas: in the config file)',
+    );
   return config;
 }
 

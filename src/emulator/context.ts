@@ -1,5 +1,6 @@
 import type { WallClockDriver } from './driver.ts';
 import type { Faults } from './faults.ts';
+import type { KvHolder, KvPuller } from './pd.ts';
 
 /** What every route needs. */
 export interface ServerContext {
@@ -10,4 +11,10 @@ export interface ServerContext {
   readonly textOffset: number;
   /** Injected misbehaviours (off unless asked for). */
   readonly faults: Faults;
+  /** mixed: whole requests; prefill: holds KV for a decode engine; decode: pulls it (pd.ts). */
+  readonly role: 'mixed' | 'prefill' | 'decode';
+  /** The prefill role's held KV. */
+  readonly kvHolder?: KvHolder | undefined;
+  /** The decode role's KV pulls. */
+  readonly kvPuller?: KvPuller | undefined;
 }

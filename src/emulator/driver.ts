@@ -1,6 +1,6 @@
 import type { Tokens } from '../core/types.ts';
 import type { Engine } from '../engine/engine.ts';
-import type { EngineEviction, EngineFinish } from '../engine/types.ts';
+import type { AdoptedKv, EngineEviction, EngineFinish, EngineKvReady } from '../engine/types.ts';
 import { InstanceRunner } from '../runtime/instance-runner.ts';
 
 /** What a request's owner hears as the engine runs it. */
@@ -14,6 +14,11 @@ export interface RequestListener {
   onToken?(index: number, first?: FirstTokenTiming): void;
   /** All tokens produced (always after the last `onToken`). */
   onFinish?(finish: EngineFinish): void;
+  /**
+   * A prefill-only request (prefill-role engine) ended its leg: its first token was told, its KV is
+   * held by the engine until `releaseKv` (or `abort`). The request leaves the driver: nothing more is told.
+   */
+  onKvReady?(kv: EngineKvReady): void;
 }
 
 /** When a request's first token came: wall-clock seconds (engine seconds / time scale). */
@@ -75,6 +80,8 @@ export interface DriverOptions {
 interface Pending {
   readonly listener: RequestListener;
   readonly tokens: Tokens;
+  /** Adopted (decode leg): nothing is told before an iteration admits it. */
+  readonly adopted: boolean;
   delivered: number;
   /** Engine times: submission, first admission, first token, latest token (-1 until they happen). */
   readonly submittedAt: number;
@@ -139,6 +146,7 @@ export class WallClockDriver {
           // Evictions made room for this iteration's work: they are told before what it cached.
           for (const e of iteration.events.evictions) this.cacheObserver?.evicted(e);
           this.deliver(iteration.events.finished, end);
+          this.kvReady(iteration.events.kvReady);
           this.cacheObserver?.flush();
         },
       },
@@ -172,6 +180,7 @@ export class WallClockDriver {
     this.pending.set(id, {
       listener,
       tokens,
+      adopted: false,
       delivered: 0,
       submittedAt: now,
       startedAt: -1,
@@ -179,6 +188,45 @@ export class WallClockDriver {
       lastTokenAt: -1,
     });
     this.runner.kick();
+  }
+
+  /**
+   * Queue a request whose KV arrived from a prefill engine (decode-role engine: `Engine.adopt`). Its
+   * listener hears every token from index 0 (the client's answer comes whole from the decode side, as
+   * with vLLM's decode leg): the `kv.generated` tokens made by the prefill leg at the end of the first
+   * iteration that runs it, then one per iteration.
+   */
+  adopt(
+    id: string,
+    tokens: Tokens,
+    outputTokens: number,
+    kv: AdoptedKv,
+    listener: RequestListener,
+    maxTokens?: number,
+  ): void {
+    if (this.closed) throw new Error('driver: closed');
+    const now = this.now();
+    this.engine.adopt(
+      { id, tokens, outputTokens, ...(maxTokens === undefined ? {} : { maxTokens }) },
+      kv,
+      now,
+    );
+    this.pending.set(id, {
+      listener,
+      tokens,
+      adopted: true,
+      delivered: 0,
+      submittedAt: now,
+      startedAt: -1,
+      firstTokenAt: -1,
+      lastTokenAt: -1,
+    });
+    this.runner.kick();
+  }
+
+  /** Give back the KV a prefill-only request holds (the decode side took it, or nobody will). */
+  releaseKv(id: string): boolean {
+    return this.engine.releaseKv(id);
   }
 
   /** Drop a request (client gone); its listener hears nothing more. */
@@ -206,12 +254,23 @@ export class WallClockDriver {
     }
   }
 
+  /** Prefill legs that ended: their KV is held; their listeners hear it and they leave the driver. */
+  private kvReady(ready: readonly EngineKvReady[]): void {
+    for (const kv of ready) {
+      const p = this.pending.get(kv.id);
+      if (p === undefined) continue;
+      this.pending.delete(kv.id);
+      p.listener.onKvReady?.(kv);
+    }
+  }
+
   /** Hand an iteration's tokens and finishes (which happened at `end`) to the listeners. */
   private deliver(finished: readonly EngineFinish[], end: number): void {
     const done = new Map<string, EngineFinish>();
     for (const f of finished) done.set(f.id, f);
     const observer = this.observer;
     for (const [id, p] of this.pending) {
+      if (p.adopted && p.startedAt < 0) continue;
       const finish = done.get(id);
       const generated =
         finish !== undefined ? finish.outputTokens : (this.engine.request(id)?.generated ?? 0);

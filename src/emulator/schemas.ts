@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { chatMessageSchema, stopSchema } from '../text/chat-content.ts';
+import { kvTransferParamsSchema } from './pd.ts';
 
 export const MAX_TOKENS_LIMIT = 4096;
 export const DEFAULT_MAX_TOKENS = 16;
@@ -18,6 +19,8 @@ export const completionSchema = z.object({
   stream_options: streamOptions,
   n: choices,
   stop: stopSchema,
+  /** Prefill/decode disaggregation, vLLM-style (see pd.ts). */
+  kv_transfer_params: kvTransferParamsSchema,
 });
 export type CompletionBody = z.infer<typeof completionSchema>;
 
@@ -30,6 +33,8 @@ export const chatSchema = z.object({
   stream_options: streamOptions,
   n: choices,
   stop: stopSchema,
+  /** Prefill/decode disaggregation, vLLM-style (see pd.ts). */
+  kv_transfer_params: kvTransferParamsSchema,
 });
 export type ChatBody = z.infer<typeof chatSchema>;
 

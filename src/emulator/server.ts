@@ -1,6 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
 import { costModelPreset } from '../core/cost-model/presets.ts';
+import { KV_LINK_CLASSES, type LinkClass } from '../core/fleet/kv-link.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import { Engine } from '../engine/engine.ts';
 import type { ServerContext } from './context.ts';
@@ -10,6 +11,7 @@ import { errorBody, HttpError } from './errors.ts';
 import { type FaultSettings, Faults, faultHooks } from './faults.ts';
 import { KvEventPublisher } from './kv-events.ts';
 import { engineMetrics } from './metrics.ts';
+import { KvHolder, KvPuller, kvPullRoute } from './pd.ts';
 import { requestMetrics } from './request-metrics.ts';
 import { chatRoute } from './routes/chat.ts';
 import { completionsRoute } from './routes/completions.ts';
@@ -43,6 +45,15 @@ export interface EngineServerOptions {
   readonly kvEvents?: string;
   /** Tokens per block in the KV events. Default 16 (vLLM's). */
   readonly kvBlockSize?: number;
+  /**
+   * Prefill/decode disaggregation (pd.ts): mixed (default) runs whole requests; prefill runs prompts
+   * and holds their KV for a decode engine; decode pulls that KV and generates.
+   */
+  readonly role?: 'mixed' | 'prefill' | 'decode';
+  /** The decode role's link to the prefill engines, for the KV's transfer time. Default emulated. */
+  readonly kvLink?: LinkClass;
+  /** The prefill role: seconds a KV nobody pulls is held before it is freed. Default 60. */
+  readonly kvHoldSeconds?: number;
   /** Test hooks for the driver's clock and timer. */
   readonly clock?: DriverOptions['clock'];
   readonly schedule?: DriverOptions['schedule'];
@@ -54,6 +65,8 @@ export interface EngineServer {
   readonly registry: Registry;
   readonly model: string;
   readonly faults: Faults;
+  /** The prefill role's held KV (tests read its size). */
+  readonly kvHolder: KvHolder | undefined;
   /** The KV event publisher once listening, when `kvEvents` was given. */
   readonly kvEvents: KvEventPublisher | undefined;
   /** Start listening (and bind the KV event socket); resolves to the bound address (port 0 picks a free one). */
@@ -74,7 +87,8 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
   const seed = Math.abs(Math.trunc(options.seed ?? 0));
   const faults = new Faults(options.faults, seed);
   const costModel = costModelPreset(model, { kvCapacityTokens: options.kvTokens });
-  const engine = new Engine({ costModel, queuePolicy });
+  const role = options.role ?? 'mixed';
+  const engine = new Engine({ costModel, queuePolicy, role });
   const registry = engineMetrics(engine, model);
   let publisher: KvEventPublisher | undefined;
   const cacheObserver: CacheObserver | undefined =
@@ -101,11 +115,23 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
     observer: requestMetrics(registry, model, engine.kvCapacityTokens),
     ...(cacheObserver === undefined ? {} : { cacheObserver }),
   });
+  const kvHolder = role === 'prefill' ? new KvHolder(driver, options.kvHoldSeconds ?? 60) : undefined;
+  const kvPuller =
+    role === 'decode'
+      ? new KvPuller(
+          KV_LINK_CLASSES[options.kvLink ?? 'emulated'],
+          costModel.kvBytesPerToken,
+          driver.timeScale,
+        )
+      : undefined;
   const ctx: ServerContext = {
     driver,
     model,
     textOffset: seed % FILLER.length,
     faults,
+    role,
+    kvHolder,
+    kvPuller,
   };
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT });
 
@@ -143,6 +169,7 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
     chatRoute(generation, ctx);
   });
   infoRoutes(app, ctx, registry);
+  if (kvHolder !== undefined) kvPullRoute(app, kvHolder);
   if (options.faultAdmin === true) faultAdminRoutes(app, faults);
   // Hung and stalled requests never end by themselves: close them instead of waiting out the grace.
   app.addHook('preClose', (done) => {
@@ -156,6 +183,7 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
     registry,
     model,
     faults,
+    kvHolder,
     get kvEvents() {
       return publisher;
     },
@@ -166,6 +194,7 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
       const address = app.server.address();
       if (address === null || typeof address === 'string') throw new Error('server: no TCP address');
       const shownHost = host.includes(':') ? `[${host}]` : host;
+      if (kvHolder !== undefined) kvHolder.address = { host, port: address.port };
       return { host, port: address.port, url: `http://${shownHost}:${address.port}` };
     },
     async close(graceMs = 5000) {
@@ -179,6 +208,7 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
       });
       await Promise.race([app.close(), deadline]);
       clearTimeout(timer);
+      kvHolder?.close();
       driver.close();
       publisher?.close();
     },

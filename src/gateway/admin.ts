@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { firstIssue } from '../util/zod-issue.ts';
 import { bearerToken, isAdminKey, type KeyStore } from './auth.ts';
-import { replicaSchema } from './config.ts';
+import { type ReplicaRole, replicaSchema } from './config.ts';
 import { sendError } from './errors.ts';
 import type { Replica, ReplicaSet } from './replicas.ts';
 
@@ -16,6 +16,8 @@ export interface AdminContext {
   readonly now: () => number;
   /** Read the replicas' /v1/models now (a new replica joins its model's pool). */
   readonly discoverModels: () => Promise<void>;
+  /** Why a fleet with these roles could never run under the policy (a role it cannot use); undefined: fine. */
+  readonly checkRoles: (roles: readonly ReplicaRole[]) => string | undefined;
 }
 
 const newKey = z
@@ -32,6 +34,7 @@ function describeReplica(r: Replica, now: number) {
     id: r.id,
     url: r.url,
     dialect: r.dialect.name,
+    role: r.role,
     state: r.removed ? 'removed' : r.view === 'gone' ? 'down' : r.view,
     healthy: r.healthy,
     breaker: r.breaker.state(now),
@@ -90,7 +93,10 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
       admin.post('/replicas', async (request, reply) => {
         const parsed = replicaSchema.safeParse(request.body);
         if (!parsed.success) return badBody(reply, parsed.error);
-        const { url, dialect, kvTokens, model, kvEvents } = parsed.data;
+        const { url, dialect, role, kvTokens, model, kvEvents } = parsed.data;
+        const problem = ctx.checkRoles([...ctx.replicas.present().map((r) => r.role), role]);
+        if (problem !== undefined)
+          return sendError(reply, 400, problem, 'invalid_request_error', 'invalid_role', 'role');
         if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
           return sendError(
             reply,
@@ -102,6 +108,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
         const r = ctx.replicas.add({
           url,
           dialect,
+          role,
           kvTokens: kvTokens ?? ctx.defaultKvTokens,
           model: model ?? ctx.defaultModel,
           kvEvents,

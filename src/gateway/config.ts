@@ -1,12 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { checkPolicyOptions } from '../core/policies/registry.ts';
+import { checkPolicyOptions, isDisaggregatedPolicyName } from '../core/policies/registry.ts';
 import { firstIssue } from '../util/zod-issue.ts';
 
 /** The request shapes and metric names of the engines the gateway can stand in front of. */
 export const dialectNames = ['preble', 'vllm', 'sglang', 'llamacpp'] as const;
 export type DialectName = (typeof dialectNames)[number];
+
+/** What a replica does in the fleet: whole requests, or one leg of a disaggregated one (see docs/gateway.md). */
+export const replicaRoles = ['mixed', 'prefill', 'decode'] as const;
+export type ReplicaRole = (typeof replicaRoles)[number];
 
 const seconds = z.number().positive();
 const count = z.number().int().nonnegative();
@@ -18,6 +22,8 @@ export const replicaSchema = z
   .object({
     url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
     dialect: z.enum(dialectNames).default('preble'),
+    /** mixed (default): whole requests; prefill / decode: one leg of a disaggregated request. */
+    role: z.enum(replicaRoles).default('mixed'),
     /** KV capacity in tokens, when it differs from the cost model's. */
     kvTokens: positiveCount.optional(),
     /** The model it serves; absent: the top-level `model`, else its own /v1/models says. */
@@ -92,6 +98,8 @@ export const gatewayConfigSchema = z
         /** Longest silence inside a streamed answer. */
         idleSeconds: seconds.default(60),
         requestSeconds: seconds.default(600),
+        /** Prefill/decode disaggregation: the whole prefill leg (its one-token answer). */
+        prefillSeconds: seconds.default(120),
       })
       .strict()
       .prefault({}),
@@ -146,7 +154,32 @@ export const gatewayConfigSchema = z
         message: (error as Error).message,
       });
     }
+    const problem = rolesProblem(
+      isDisaggregatedPolicyName(config.policy),
+      config.policy,
+      config.replicas.map((r) => r.role),
+    );
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['replicas'], message: problem });
   });
+
+/**
+ * Why a fleet of these roles cannot run under the policy, in one line; undefined when it can. A
+ * disaggregated policy needs prefill and decode replicas; a colocated one runs whole requests, so
+ * it takes mixed replicas only. Empty fleets are left to the caller (replicas may come later).
+ */
+export function rolesProblem(
+  disaggregated: boolean,
+  policy: string,
+  roles: readonly ReplicaRole[],
+): string | undefined {
+  if (roles.length === 0) return undefined;
+  const split = roles.filter((r) => r !== 'mixed').length;
+  if (!disaggregated && split > 0)
+    return `policy '${policy}' runs whole requests on mixed replicas; ${split} replica(s) have role prefill or decode (use a disaggregated policy such as distserve, or role: mixed)`;
+  if (disaggregated && (!roles.includes('prefill') || !roles.includes('decode')))
+    return `policy '${policy}' is disaggregated and needs at least one prefill and one decode replica (--prefill URL, --decode URL, or role: in the config)`;
+  return undefined;
+}
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type ReplicaConfig = z.infer<typeof replicaSchema>;
@@ -181,12 +214,18 @@ export function readConfigFile(path: string): Record<string, unknown> {
 }
 
 /** Replica entries in their full form. */
-export function normalizeReplicas(
-  config: GatewayConfig,
-): { url: string; dialect: DialectName; kvTokens?: number; model?: string; kvEvents?: string }[] {
+export function normalizeReplicas(config: GatewayConfig): {
+  url: string;
+  dialect: DialectName;
+  role: ReplicaRole;
+  kvTokens?: number;
+  model?: string;
+  kvEvents?: string;
+}[] {
   return config.replicas.map((r) => ({
     url: r.url,
     dialect: r.dialect,
+    role: r.role,
     ...(r.kvTokens === undefined ? {} : { kvTokens: r.kvTokens }),
     ...(r.model === undefined ? {} : { model: r.model }),
     ...(r.kvEvents === undefined ? {} : { kvEvents: r.kvEvents }),

@@ -17,6 +17,8 @@ export interface Timeouts {
   readonly firstTokenSeconds: number;
   readonly idleSeconds: number;
   readonly requestSeconds: number;
+  /** Prefill/decode disaggregation: the whole prefill leg (its one-token answer). Default 120. */
+  readonly prefillSeconds?: number;
 }
 
 export interface ForwardContext {
@@ -44,13 +46,24 @@ export interface Attempt {
   readonly replica: Replica;
   /** Aborts when the client goes away or the gateway shuts down (the reason says which). */
   readonly cancel: AbortSignal;
+  /** Told once, at the first chunk carrying output (the decode leg of a disaggregated request). */
+  readonly onFirstToken?: (now: number, chunk: FinalReport) => void;
 }
 
 export type AttemptOutcome =
   /** The client has its answer: a success, the replica's own 4xx, or a stream ended by an error event. */
   | { readonly kind: 'answered'; readonly ok: boolean }
   /** The replica failed before anything reached the client: another replica may try. */
-  | { readonly kind: 'retryable'; readonly status: number; readonly message: string; readonly code: string }
+  | {
+      readonly kind: 'retryable';
+      readonly status: number;
+      readonly message: string;
+      readonly code: string;
+      /** The error code in the replica's own answer, when it gave one. */
+      readonly upstreamCode?: string | undefined;
+      /** False: the routed (prefill) replica did nothing wrong; a retry may route there again. */
+      readonly avoid?: boolean;
+    }
   /** The attempt was cancelled (client gone, shutdown); what to tell the client is the caller's call. */
   | { readonly kind: 'cancelled' };
 
@@ -113,6 +126,7 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     const now = ctx.now();
     feedback.firstToken(now, chunk);
     ctx.metrics.ttft.observe(now - a.arrival);
+    a.onFirstToken?.(now, chunk);
   };
   const raw = reply.raw;
   try {
@@ -142,14 +156,16 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     });
     if (res.statusCode >= 500 || res.statusCode === 429) {
       const text = await res.body.text();
-      // A 429 is the replica's back-pressure, not a fault: try elsewhere, keep its breaker closed.
-      if (res.statusCode >= 500) ctx.replicas.failed(replica);
+      // A 429 is the replica's back-pressure, not a fault: try elsewhere, keep its breaker closed. Nor is
+      // a decode replica's "the KV is gone" (disaggregation: the prefill runs again).
+      if (res.statusCode >= 500 && upstreamCode(text) !== 'kv_transfer_failed') ctx.replicas.failed(replica);
       settle(undefined, 'replica_error');
       return {
         kind: 'retryable',
         status: 502,
         message: `replica ${replica.url} answered ${res.statusCode}: ${upstreamMessage(text)}`,
         code: 'replica_failed',
+        upstreamCode: upstreamCode(text),
       };
     }
     if (res.statusCode >= 400) {
@@ -374,7 +390,7 @@ function markReply(reply: FastifyReply, a: Attempt): void {
   reply.header('x-preble-branch', a.decision.branch);
 }
 
-function isJson(text: string): boolean {
+export function isJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;
@@ -384,7 +400,7 @@ function isJson(text: string): boolean {
 }
 
 /** The message inside an OpenAI-style error body, else the text itself (trimmed). */
-function upstreamMessage(text: string): string {
+export function upstreamMessage(text: string): string {
   try {
     const m = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
     if (typeof m === 'string') return m;
@@ -394,7 +410,17 @@ function upstreamMessage(text: string): string {
   return text.slice(0, 200).trim() || '(empty body)';
 }
 
-function isUndiciTimeout(error: unknown): boolean {
+/** The `error.code` of an OpenAI-style error body, if any. */
+export function upstreamCode(text: string): string | undefined {
+  try {
+    const c = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
+    return typeof c === 'string' ? c : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isUndiciTimeout(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return (
     code === 'UND_ERR_HEADERS_TIMEOUT' ||
@@ -403,7 +429,7 @@ function isUndiciTimeout(error: unknown): boolean {
   );
 }
 
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return typeof code === 'string' ? `${error.message} (${code})` : error.message;

@@ -85,4 +85,28 @@ export class GatewayMetrics {
     labelNames: ['replica', 'source'] as const,
     registers: [this.registry],
   });
+  readonly pdPrefill = new Histogram({
+    name: 'preble_pd_prefill_seconds',
+    help: 'Prefill/decode disaggregation: the prefill leg, from dispatch to its answer (KV ready)',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+    registers: [this.registry],
+  });
+  readonly pdTransfer = new Histogram({
+    name: 'preble_pd_kv_transfer_seconds',
+    help: 'Prefill/decode disaggregation: the KV transfer as the decode replica reports it (preble engine: preble_timing.kv_transfer_ms)',
+    buckets: [0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly pdDecodeTtft = new Histogram({
+    name: 'preble_pd_decode_ttft_seconds',
+    help: 'Prefill/decode disaggregation: the decode leg, from its dispatch to its first token (KV transfer and adoption included)',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+    registers: [this.registry],
+  });
+  readonly pdLegRetries = new Counter({
+    name: 'preble_pd_leg_retries_total',
+    help: 'Prefill/decode disaggregation: legs run again, by leg (prefill: on another prefill replica or because the KV was gone; decode: with the same KV)',
+    labelNames: ['leg'] as const,
+    registers: [this.registry],
+  });
 }

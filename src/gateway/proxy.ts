@@ -6,6 +6,7 @@ import type { PromptInput, PromptTokenizer } from '../text/prompt-tokenizer.ts';
 import { type Admission, AdmissionRefused, type Release } from './admission.ts';
 import { sendError } from './errors.ts';
 import { type AttemptOutcome, type ForwardContext, forward, type RouteKind } from './forward.ts';
+import { forwardDisaggregated } from './pd-forward.ts';
 import type { ModelPool } from './replicas.ts';
 import { parseCompletionBody } from './validate.ts';
 
@@ -167,28 +168,31 @@ async function attempts(
         ctx.now(),
       );
     } catch (error) {
-      if (!(error instanceof NoInstanceAvailableError)) throw error;
+      // A disaggregated policy with no prefill replica left to try says so in its own words.
+      if (!(error instanceof NoInstanceAvailableError) && attempt === 0 && decisionlessIsBug(error))
+        throw error;
       break;
     }
     const replica = ctx.replicas.get(decision.instance)!;
     if (attempt === 0)
       ctx.metrics.matchRate.observe(tokens.length > 0 ? decision.matchedTokens / tokens.length : 0);
-    const outcome = await forward(
-      {
-        kind,
-        id,
-        body,
-        tokens,
-        promptTokens: tokens.length,
-        arrival,
-        policy: pool.policy,
-        decision,
-        replica,
-        cancel,
-      },
-      reply,
-      ctx,
-    );
+    const a = {
+      kind,
+      id,
+      body,
+      tokens,
+      promptTokens: tokens.length,
+      arrival,
+      policy: pool.policy,
+      decision,
+      replica,
+      cancel,
+    };
+    // A decision with a decode leg runs in two legs (prefill, KV hand-off, decode): pd-forward.ts.
+    const outcome =
+      decision.decode === undefined
+        ? await forward(a, reply, ctx)
+        : await forwardDisaggregated(a, reply, ctx);
     if (outcome.kind === 'cancelled') return cancelled(reply, ctx, cancel);
     if (outcome.kind === 'answered') {
       ctx.metrics.requests.inc({
@@ -203,7 +207,7 @@ async function attempts(
       return reply;
     }
     last = outcome;
-    avoid.push(decision.instance);
+    if (outcome.avoid !== false) avoid.push(decision.instance);
   }
   if (last === undefined)
     return refuse(
@@ -217,6 +221,14 @@ async function attempts(
       'service_unavailable',
     );
   return refuse(reply, ctx, last.status, last.message, 'replica_failed', last.code, null, 'upstream_error');
+}
+
+/**
+ * Whether a policy's error on the first route is a bug (thrown on) rather than "no instance can take
+ * it": the disaggregated policies say the latter in their own words when no prefill replica is active.
+ */
+function decisionlessIsBug(error: unknown): boolean {
+  return !(error instanceof Error && /no active prefill instance/.test(error.message));
 }
 
 /** The gateway answers an error itself, and counts it by reason. */

@@ -1,7 +1,7 @@
 import { Pool } from 'undici';
 import type { GlobalPolicy } from '../core/types.ts';
 import { type BreakerOptions, CircuitBreaker } from './breaker.ts';
-import type { DialectName } from './config.ts';
+import type { DialectName, ReplicaRole } from './config.ts';
 import { type Dialect, dialectOf } from './dialects.ts';
 
 /** Where a replica stands in the policy's view. */
@@ -28,6 +28,8 @@ export interface Replica {
   readonly id: number;
   readonly url: string;
   readonly dialect: Dialect;
+  /** mixed: whole requests; prefill / decode: one leg of a disaggregated request (InstanceInfo.role). */
+  readonly role: ReplicaRole;
   readonly kvTokens: number;
   /** Where the replica publishes its KV-cache events (vLLM's ZMQ format); undefined: none. */
   readonly kvEvents: string | undefined;
@@ -71,6 +73,8 @@ export interface ReplicaSetOptions {
 export interface NewReplica {
   readonly url: string;
   readonly dialect: DialectName;
+  /** Default mixed. */
+  readonly role?: ReplicaRole | undefined;
   readonly kvTokens: number;
   /** The model it serves, if configured; else the gateway reads its /v1/models. */
   readonly model?: string | undefined;
@@ -104,6 +108,7 @@ export class ReplicaSet {
       id: this.replicas.length,
       url: parsed.origin,
       dialect: dialectOf(spec.dialect),
+      role: spec.role ?? 'mixed',
       kvTokens: spec.kvTokens,
       kvEvents: spec.kvEvents,
       pool: new Pool(parsed.origin, {
@@ -269,7 +274,12 @@ export class ReplicaSet {
       // Coming back from 'gone' is a fresh engine; from 'draining' it resumes with its cache.
       pool.policy.instanceAdded(
         replica.id,
-        { kvCapacityTokens: replica.kvTokens, exclusivePrefixes: replica.dialect.exclusivePrefixes },
+        {
+          kvCapacityTokens: replica.kvTokens,
+          exclusivePrefixes: replica.dialect.exclusivePrefixes,
+          // As the simulator registers them: mixed is the absent role.
+          ...(replica.role === 'mixed' ? {} : { role: replica.role }),
+        },
         now,
       );
       if (wanted === 'draining') pool.policy.instanceDrained(replica.id, now);

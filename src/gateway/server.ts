@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { collectDefaultMetrics } from 'prom-client';
+import { isDisaggregatedPolicyName } from '../core/policies/registry.ts';
 import type { GlobalPolicy } from '../core/types.ts';
 import { charsTokenizer } from '../text/chars-tokenizer.ts';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.ts';
@@ -8,7 +9,13 @@ import { adminRoutes } from './admin.ts';
 import { Admission } from './admission.ts';
 import { type ClientKey, KeyStore } from './auth.ts';
 import { BackendTokenizer } from './backend-tokenizer.ts';
-import { type DialectName, type GatewayConfig, parseGatewayConfig } from './config.ts';
+import {
+  type DialectName,
+  type GatewayConfig,
+  parseGatewayConfig,
+  type ReplicaRole,
+  rolesProblem,
+} from './config.ts';
 import { sendError } from './errors.ts';
 import { checkHealth } from './health.ts';
 import { KvEventSubscriber } from './kv-events.ts';
@@ -22,6 +29,8 @@ import { type Replica, ReplicaSet } from './replicas.ts';
 export interface ReplicaSpec {
   readonly url: string;
   readonly dialect?: DialectName;
+  /** mixed (default), prefill or decode (prefill/decode disaggregation, see docs/gateway.md). */
+  readonly role?: ReplicaRole;
   readonly kvTokens?: number;
   /** The model it serves; absent: `model` below, else read from the replica's /v1/models. */
   readonly model?: string | undefined;
@@ -100,6 +109,29 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger: level === 'silent' ? false : { level, stream: process.stderr },
     return503OnClosing: true,
   });
+  // A disaggregated policy needs prefill and decode replicas; a colocated one, mixed ones. The policy
+  // made to ask its name is the first pool's, so a one-model gateway still makes exactly one.
+  let probe: GlobalPolicy | undefined = options.createPolicy();
+  const policyName = probe.name;
+  const disaggregated = isDisaggregatedPolicyName(policyName);
+  const createPolicy = () => {
+    const made = probe ?? options.createPolicy();
+    probe = undefined;
+    return made;
+  };
+  const checkRoles = (roles: readonly ReplicaRole[]) => rolesProblem(disaggregated, policyName, roles);
+  const problem = checkRoles(
+    options.replicas.map((s) => (typeof s === 'string' ? 'mixed' : (s.role ?? 'mixed'))),
+  );
+  if (problem !== undefined) throw new Error(problem);
+  for (const spec of options.replicas) {
+    if (typeof spec === 'string' || (spec.role ?? 'mixed') === 'mixed') continue;
+    const dialect = spec.dialect ?? 'preble';
+    if (dialect !== 'preble' && dialect !== 'vllm')
+      throw new Error(
+        `replica ${spec.url}: role ${spec.role} needs a dialect that speaks kv_transfer_params (preble or vllm); ${dialect} disaggregation is not implemented yet`,
+      );
+  }
   const metrics = new GatewayMetrics();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics.registry });
   const timeScale = options.timeScale ?? 1;
@@ -123,7 +155,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     subscribers.set(r.id, sub);
   };
   const replicas = new ReplicaSet(
-    options.createPolicy,
+    createPolicy,
     {
       breaker: { ...defaults.breaker, ...options.breaker },
       connectTimeoutSeconds: timeouts.connectSeconds,
@@ -144,10 +176,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     now,
   );
   for (const spec of options.replicas) {
-    const s = typeof spec === 'string' ? { url: spec } : spec;
+    const s: ReplicaSpec = typeof spec === 'string' ? { url: spec } : spec;
     replicas.add({
       url: s.url,
       dialect: s.dialect ?? 'preble',
+      role: s.role ?? 'mixed',
       kvTokens: s.kvTokens ?? options.replicaKvTokens,
       model: s.model ?? options.model,
       kvEvents: s.kvEvents,
@@ -273,6 +306,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       defaultModel: options.model,
       now,
       discoverModels: () => discovery.runNow(),
+      // A fleet may be built one replica at a time: only a role the policy can never use is refused.
+      checkRoles: (roles) => (disaggregated ? undefined : checkRoles(roles)),
     });
 
   // Ticks and load polls are periodic on the policy's clock (the replicas' seconds), as in the

@@ -12,7 +12,7 @@ test('a minimal config gets every default, bare URLs become preble replicas', ()
   assert.equal(c.timeouts.firstTokenSeconds, 120);
   assert.equal(c.retries.attempts, 2);
   assert.equal(c.breaker.failureThreshold, 3);
-  assert.deepEqual(c.replicas, [{ url: 'http://127.0.0.1:9000', dialect: 'preble' }]);
+  assert.deepEqual(c.replicas, [{ url: 'http://127.0.0.1:9000', dialect: 'preble', role: 'mixed' }]);
   assert.equal(c.logBodies, false);
   assert.deepEqual(c.policyOptions, {});
   const tuned = parseGatewayConfig({

@@ -57,6 +57,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
       stream: body.stream === true,
       includeUsage: body.stream_options?.include_usage === true,
       format,
+      kvTransfer: body.kv_transfer_params ?? undefined,
     });
   });
 }

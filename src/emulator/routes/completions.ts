@@ -50,6 +50,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
       stream: body.stream === true,
       includeUsage: body.stream_options?.include_usage === true,
       format,
+      kvTransfer: body.kv_transfer_params ?? undefined,
     });
   });
 }

@@ -4,8 +4,9 @@ import type { Tokens } from '../../core/types.ts';
 import type { EngineFinish } from '../../engine/types.ts';
 import { stopStrings } from '../../text/chat-content.ts';
 import type { ServerContext } from '../context.ts';
-import type { FirstTokenTiming } from '../driver.ts';
+import type { FirstTokenTiming, RequestListener } from '../driver.ts';
 import { HttpError } from '../errors.ts';
+import type { KvTransferParams } from '../pd.ts';
 import { type ChoicePlan, generatedText, generatedToken, planChoice } from '../text.ts';
 
 export interface Usage {
@@ -46,7 +47,12 @@ export interface GenerationJob {
   readonly stream: boolean;
   readonly includeUsage: boolean;
   readonly format: ResponseFormat;
+  /** Prefill/decode disaggregation (vLLM-style; pd.ts): what the request carries. */
+  readonly kvTransfer?: KvTransferParams | undefined;
 }
+
+/** Puts choice `k`'s engine request in (a mixed engine submits it; a decode engine adopts its KV). */
+type StartChoice = (engineId: string, outputTokens: number, listener: RequestListener) => void;
 
 export function checkModel(ctx: ServerContext, model: string): void {
   if (model !== ctx.model) {
@@ -73,6 +79,180 @@ function usageOf(finishes: readonly EngineFinish[]): Usage {
  */
 export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: GenerationJob): Promise<unknown> {
   if (job.tokens.length === 0) throw new HttpError(400, 'the prompt is empty', 'prompt', 'invalid_value');
+  const remote = job.kvTransfer;
+  if (ctx.role === 'prefill') {
+    if (remote?.do_remote_decode !== true)
+      throw new HttpError(
+        400,
+        'this is a prefill-role engine: it runs prompts for a decode engine (send kv_transfer_params: {do_remote_decode: true})',
+        'kv_transfer_params',
+        'invalid_value',
+      );
+    return runPrefillLeg(ctx, reply, job);
+  }
+  if (ctx.role === 'decode') {
+    if (remote?.do_remote_prefill !== true)
+      throw new HttpError(
+        400,
+        "this is a decode-role engine: it continues requests prefilled elsewhere (send the prefill answer's kv_transfer_params, do_remote_prefill: true)",
+        'kv_transfer_params',
+        'invalid_value',
+      );
+    return runDecodeLeg(ctx, reply, job, remote);
+  }
+  return generate(ctx, reply, job, (engineId, outputTokens, listener) =>
+    ctx.driver.submit(engineId, job.tokens, outputTokens, listener, job.maxTokens),
+  );
+}
+
+/**
+ * The prefill leg (prefill-role engine): the prompt runs to its first token, the KV stays held here
+ * for the decode engine, and the answer (one token, never streamed, as vLLM's proxy asks it) carries
+ * the `kv_transfer_params` that say where to pull it from.
+ */
+function runPrefillLeg(ctx: ServerContext, reply: FastifyReply, job: GenerationJob): Promise<unknown> {
+  if (job.choices !== 1)
+    throw new HttpError(400, 'n: a prefill leg runs one choice', 'n', 'unsupported_value');
+  if (job.stream)
+    throw new HttpError(
+      400,
+      'stream: a prefill leg answers in one piece (send stream: false, as vLLM does)',
+      'stream',
+      'unsupported_value',
+    );
+  const holder = ctx.kvHolder!;
+  const id = `${job.idPrefix}-${randomUUID().replaceAll('-', '')}`;
+  const created = Math.floor(Date.now() / 1000);
+  const plan = planChoice(1, ctx.textOffset, stopStrings(job.stop));
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let timing: PrebleTiming | undefined;
+    const onClose = () => {
+      if (settled) return;
+      settled = true;
+      ctx.driver.abort(id);
+      resolve(undefined);
+    };
+    try {
+      // Two planned tokens, so the engine holds the KV after the first (a one-token request would end here).
+      ctx.driver.submit(
+        id,
+        job.tokens,
+        2,
+        {
+          onToken(_index, first) {
+            if (first !== undefined) timing = prebleTiming(first);
+          },
+          onKvReady(kv) {
+            if (settled) {
+              ctx.driver.releaseKv(kv.id);
+              return;
+            }
+            settled = true;
+            reply.raw.off('close', onClose);
+            const kvTransferParams = holder.hold(kv);
+            const usage: Usage = {
+              prompt_tokens: kv.promptTokens,
+              completion_tokens: kv.generated,
+              total_tokens: kv.promptTokens + kv.generated,
+              prompt_tokens_details: { cached_tokens: kv.cachedTokens },
+            };
+            const choices = [
+              { index: 0, text: generatedText(plan.visible, ctx.textOffset), finish: plan.finish },
+            ];
+            resolve({
+              ...(job.format.full(id, created, choices, usage) as object),
+              kv_transfer_params: kvTransferParams,
+              ...(timing === undefined ? {} : { preble_timing: timing }),
+            });
+          },
+          onFinish() {
+            // Unreachable with two planned tokens; an answer without KV must not hang the client.
+            if (settled) return;
+            settled = true;
+            reply.raw.off('close', onClose);
+            reject(
+              new HttpError(500, 'the prefill leg ended without holding its KV', null, null, 'server_error'),
+            );
+          },
+        },
+        // No max_tokens cap here: the client's 1 would end the request instead of holding its KV.
+      );
+    } catch (error) {
+      reject(submitError(error));
+      return;
+    }
+    reply.raw.on('close', onClose);
+  });
+}
+
+/**
+ * The decode leg (decode-role engine): pull the KV the params name from the prefill engine, wait its
+ * transfer time, adopt the request (its prompt counts as cached, none of it is computed) and answer
+ * as a mixed engine would, every token from the first (`preble_timing.kv_transfer_ms` on the first).
+ */
+async function runDecodeLeg(
+  ctx: ServerContext,
+  reply: FastifyReply,
+  job: GenerationJob,
+  params: KvTransferParams,
+): Promise<unknown> {
+  if (job.choices !== 1)
+    throw new HttpError(400, 'n: a decode leg runs one choice', 'n', 'unsupported_value');
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  reply.raw.on('close', onClose);
+  let pulled: Awaited<ReturnType<NonNullable<ServerContext['kvPuller']>['pull']>>;
+  try {
+    pulled = await ctx.kvPuller!.pull(params, job.tokens.length, gone.signal);
+  } catch (error) {
+    if (gone.signal.aborted) return undefined; // the client left: nobody to answer
+    throw error;
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+  if (reply.raw.destroyed) return undefined;
+  const transferMs = Math.round(pulled.wallSeconds * 1e6) / 1e3;
+  return generate(
+    ctx,
+    reply,
+    job,
+    (engineId, outputTokens, listener) => {
+      if (outputTokens > pulled.generated) {
+        ctx.driver.adopt(
+          engineId,
+          job.tokens,
+          outputTokens,
+          { kvTokens: pulled.kv_tokens, generated: pulled.generated },
+          listener,
+          job.maxTokens,
+        );
+        return;
+      }
+      // Every token it asks for was made by the prefill leg: nothing left to compute here.
+      setImmediate(() => {
+        listener.onStart?.(job.tokens.length);
+        for (let i = 0; i < outputTokens; i++)
+          listener.onToken?.(i, i === 0 ? { queueSeconds: 0, prefillSeconds: 0 } : undefined);
+        listener.onFinish?.({
+          id: engineId,
+          promptTokens: job.tokens.length,
+          cachedTokens: job.tokens.length,
+          outputTokens,
+        });
+      });
+    },
+    { kv_transfer_ms: transferMs },
+  );
+}
+
+function generate(
+  ctx: ServerContext,
+  reply: FastifyReply,
+  job: GenerationJob,
+  start: StartChoice,
+  timingExtra: Record<string, number> = {},
+): Promise<unknown> {
   const id = `${job.idPrefix}-${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);
   const { driver } = ctx;
@@ -91,10 +271,10 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
     for (let k = 0; k < job.choices; k++) if (finishes[k] === undefined) driver.abort(engineId(k));
   };
   /** Submit every choice; if one is refused, the ones already submitted are withdrawn. */
-  const submitAll = (listener: (k: number) => Parameters<typeof driver.submit>[3]) => {
+  const submitAll = (listener: (k: number) => RequestListener) => {
     for (let k = 0; k < job.choices; k++) {
       try {
-        driver.submit(engineId(k), job.tokens, plans[k]!.tokens, listener(k), job.maxTokens);
+        start(engineId(k), plans[k]!.tokens, listener(k));
       } catch (error) {
         for (let j = 0; j < k; j++) driver.abort(engineId(j));
         throw submitError(error);
@@ -151,7 +331,7 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
   };
   submitAll((k) => ({
     onToken(index, first) {
-      if (first !== undefined) timings[k] = prebleTiming(first);
+      if (first !== undefined) timings[k] = { ...prebleTiming(first), ...timingExtra };
       if (index >= limit) {
         if (index === limit) ctx.faults.hold(raw);
         stalled = true;

@@ -1,0 +1,347 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyReply } from 'fastify';
+import type {
+  FinishCounts,
+  GlobalPolicy,
+  InstanceId,
+  InstanceInfo,
+  InstanceLoadSignal,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../core/types.ts';
+import type { FinalReport } from './dialects.ts';
+import { sendError } from './errors.ts';
+import {
+  type Attempt,
+  type AttemptOutcome,
+  describe,
+  type ForwardContext,
+  forward,
+  isJson,
+  isUndiciTimeout,
+  upstreamMessage,
+} from './forward.ts';
+import type { Replica } from './replicas.ts';
+
+/**
+ * Prefill/decode disaggregation: one try of a request whose route decision has a decode leg
+ * (`decision.decode`), in two legs (docs/gateway.md, "Prefill/decode disaggregation"):
+ *
+ * 1. The prefill leg on `decision.instance`, vLLM-style: the client's body with `max_tokens: 1`,
+ *    `stream: false` and `kv_transfer_params: {do_remote_decode: true}`; the answer's
+ *    `kv_transfer_params` say where the KV is held. Its own timeout (`timeouts.prefillSeconds`).
+ * 2. The decode replica: `decision.decode`, or `routeDecode` when it is `'at-kv-ready'`.
+ * 3. The decode leg: the client's body with those `kv_transfer_params`, forwarded (and streamed or
+ *    gathered) by the one-leg `forward`, with its timeouts.
+ *
+ * The policy hears, in the contract's order: requestStarted and requestFirstToken when the prefill
+ * leg answers (its one token is the request's first), kvReady, routeDecode, kvArrived at the decode
+ * leg's first token, then requestFinished or requestFailed, exactly once per try. Failures:
+ * - the prefill leg fails (fault, 5xx, timeout, no kv_transfer_params): the try fails and is
+ *   retryable, avoiding that prefill replica (the caller routes again);
+ * - the decode leg fails before anything reached the client: it runs again with the same KV (on the
+ *   replica `routeDecode` picks, or the same one), up to `retries.attempts` times; when the decode
+ *   replica says the KV is gone (`kv_transfer_failed`), the try fails and is retryable without
+ *   avoiding the prefill replica: the caller runs the prefill again;
+ * - the client leaves: both legs are aborted, the try fails, every count is given back once.
+ */
+export async function forwardDisaggregated(
+  a: Attempt,
+  reply: FastifyReply,
+  ctx: ForwardContext & { readonly retries: { readonly attempts: number; readonly backoffSeconds: number } },
+): Promise<AttemptOutcome> {
+  const journey = new Journey(a.policy, a.id);
+  const prefill = a.replica;
+  reply.raw.setHeader('x-preble-prefill-replica', prefill.url);
+  if (typeof a.body['n'] === 'number' && a.body['n'] > 1) {
+    journey.failed(ctx.now());
+    sendError(
+      reply,
+      400,
+      'n: a disaggregated fleet answers one choice per request',
+      'invalid_request_error',
+      'unsupported_value',
+      'n',
+    );
+    return { kind: 'answered', ok: false };
+  }
+  const leg = await prefillLeg(a, reply, ctx, journey);
+  if (leg.kind !== 'ready') return leg.outcome;
+  const { params } = leg;
+  let now = ctx.now();
+  a.policy.kvReady?.(a.id, prefill.id, a.tokens, now);
+  const pickDecode = (): InstanceId | undefined => {
+    if (a.decision.decode !== 'at-kv-ready') return a.decision.decode;
+    try {
+      return a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now());
+    } catch {
+      return undefined; // no decode replica in the view
+    }
+  };
+  let last: Extract<AttemptOutcome, { kind: 'retryable' }> | undefined;
+  for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {
+    if (attempt > 0) {
+      ctx.metrics.pdLegRetries.inc({ leg: 'decode' });
+      try {
+        await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, { signal: a.cancel });
+      } catch {
+        journey.failed(ctx.now());
+        return { kind: 'cancelled' };
+      }
+    }
+    const decodeId = pickDecode();
+    const decode = decodeId === undefined ? undefined : ctx.replicas.get(decodeId);
+    if (decode === undefined || decodeId === undefined) {
+      journey.failed(ctx.now());
+      return {
+        kind: 'retryable',
+        status: 503,
+        message: 'no decode replica is available',
+        code: 'no_replica',
+        avoid: false,
+      };
+    }
+    const dispatched = ctx.now();
+    const outcome = await forward(
+      {
+        ...a,
+        body: { ...a.body, kv_transfer_params: params },
+        policy: journey.decodeLegPolicy(),
+        // matchedTokens 0: the decode replica's cached count tells nothing of evictions.
+        decision: { ...a.decision, instance: decodeId, matchedTokens: 0 },
+        replica: decode,
+        onFirstToken: (t, chunk) => {
+          ctx.metrics.pdDecodeTtft.observe(t - dispatched);
+          const ms = (chunk.preble_timing as { kv_transfer_ms?: unknown } | undefined)?.kv_transfer_ms;
+          if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0)
+            ctx.metrics.pdTransfer.observe((ms / 1000) * ctx.timeScale);
+          journey.arrived(decodeId, a.tokens, t);
+        },
+      },
+      reply,
+      ctx,
+    );
+    now = ctx.now();
+    if (outcome.kind === 'answered') {
+      // Finished (the wrapper told the policy) or ended by an error: either way exactly once.
+      journey.failed(now);
+      return outcome;
+    }
+    if (outcome.kind === 'cancelled') {
+      journey.failed(now);
+      return outcome;
+    }
+    last = outcome;
+    if (outcome.upstreamCode === 'kv_transfer_failed') {
+      // The KV is gone (pulled by a decode try that then failed, or released): prefill again.
+      journey.failed(now);
+      ctx.metrics.pdLegRetries.inc({ leg: 'prefill' });
+      return { ...outcome, avoid: false };
+    }
+  }
+  journey.failed(ctx.now());
+  return { ...last!, avoid: false };
+}
+
+type PrefillResult =
+  | { readonly kind: 'ready'; readonly params: Record<string, unknown> }
+  | { readonly kind: 'done'; readonly outcome: AttemptOutcome };
+
+/** The prefill leg: one non-streamed request for one token, whose answer names the held KV. */
+async function prefillLeg(
+  a: Attempt,
+  reply: FastifyReply,
+  ctx: ForwardContext,
+  journey: Journey,
+): Promise<PrefillResult> {
+  const replica = a.replica;
+  const label = String(replica.id);
+  const upstream = new AbortController();
+  const onCancel = () => upstream.abort(a.cancel.reason);
+  if (a.cancel.aborted) onCancel();
+  else a.cancel.addEventListener('abort', onCancel, { once: true });
+  const seconds = ctx.timeouts.prefillSeconds ?? 120;
+  const timer = setTimeout(() => upstream.abort(new PrefillTimeout()), seconds * 1000);
+  const dispatched = ctx.now();
+  replica.inflight++;
+  ctx.metrics.inflight.inc({ replica: label });
+  const fail = (outcome: string): void => {
+    ctx.metrics.attempts.inc({ replica: label, outcome });
+    journey.failed(ctx.now());
+  };
+  try {
+    const res = await replica.pool.request({
+      path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': a.id },
+      body: JSON.stringify(prefillBody(a.body)),
+      signal: upstream.signal,
+      headersTimeout: seconds * 1000,
+      bodyTimeout: seconds * 1000,
+    });
+    const text = await res.body.text();
+    if (res.statusCode >= 500 || res.statusCode === 429) {
+      if (res.statusCode >= 500) ctx.replicas.failed(replica);
+      fail('replica_error');
+      return retryable(
+        502,
+        `prefill replica ${replica.url} answered ${res.statusCode}: ${upstreamMessage(text)}`,
+        'replica_failed',
+      );
+    }
+    if (res.statusCode >= 400) {
+      // The client's mistake, reported by a working replica: pass it on.
+      ctx.replicas.succeeded(replica);
+      fail('client_error');
+      if (isJson(text)) reply.code(res.statusCode).type('application/json').send(text);
+      else sendError(reply, res.statusCode, upstreamMessage(text));
+      return { kind: 'done', outcome: { kind: 'answered', ok: false } };
+    }
+    let json: FinalReport & { kv_transfer_params?: unknown };
+    try {
+      json = JSON.parse(text) as typeof json;
+    } catch {
+      json = {};
+    }
+    const params = json.kv_transfer_params;
+    if (typeof params !== 'object' || params === null) {
+      ctx.replicas.failed(replica);
+      fail('replica_error');
+      return retryable(
+        502,
+        `prefill replica ${replica.url} answered without kv_transfer_params (is it started with a KV connector, or --role prefill?)`,
+        'replica_failed',
+      );
+    }
+    clearTimeout(timer);
+    ctx.replicas.succeeded(replica);
+    ctx.metrics.attempts.inc({ replica: label, outcome: 'ok' });
+    const now = ctx.now();
+    ctx.metrics.pdPrefill.observe(now - dispatched);
+    journey.prefilled(now, dispatched, replica.dialect.prefillSeconds(json), ctx.timeScale);
+    return { kind: 'ready', params: params as Record<string, unknown> };
+  } catch (error) {
+    if (a.cancel.aborted) {
+      fail('client_closed');
+      return { kind: 'done', outcome: { kind: 'cancelled' } };
+    }
+    const reason = upstream.signal.aborted ? upstream.signal.reason : error;
+    ctx.replicas.failed(replica);
+    const timedOut = reason instanceof PrefillTimeout || isUndiciTimeout(reason);
+    fail(timedOut ? 'timeout' : 'replica_error');
+    return timedOut
+      ? retryable(504, `prefill replica ${replica.url} timed out after ${seconds} s`, 'replica_timeout')
+      : retryable(502, `prefill replica ${replica.url} failed: ${describe(reason)}`, 'replica_failed');
+  } finally {
+    clearTimeout(timer);
+    a.cancel.removeEventListener('abort', onCancel);
+    replica.inflight--;
+    ctx.metrics.inflight.dec({ replica: label });
+  }
+}
+
+class PrefillTimeout extends Error {}
+
+function retryable(status: number, message: string, code: string): PrefillResult {
+  return { kind: 'done', outcome: { kind: 'retryable', status, message, code } };
+}
+
+/**
+ * The prefill leg's body, as vLLM's disaggregated proxy sends it: one token, not streamed, and
+ * `kv_transfer_params` asking the engine to keep the KV for a remote decode.
+ */
+export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const { stream_options: _so, min_tokens: _mt, min_completion_tokens: _mct, ...rest } = body;
+  return {
+    ...rest,
+    stream: false,
+    max_tokens: 1,
+    ...(body['max_completion_tokens'] === undefined ? {} : { max_completion_tokens: 1 }),
+    kv_transfer_params: {
+      do_remote_decode: true,
+      do_remote_prefill: false,
+      remote_engine_id: null,
+      remote_block_ids: null,
+      remote_host: null,
+      remote_port: null,
+    },
+  };
+}
+
+/**
+ * One try's policy feedback across both legs, each call at most once and in the contract's order;
+ * `failed` after `finished` (or a second `failed`) does nothing, so every path may call it.
+ */
+class Journey {
+  private ended = false;
+  private kvArrived = false;
+
+  constructor(
+    private readonly policy: GlobalPolicy,
+    private readonly id: string,
+  ) {}
+
+  /** The prefill leg answered at `now`: started (dated by the engine's prefill time) and first token. */
+  prefilled(
+    now: number,
+    dispatched: number,
+    prefillWallSeconds: number | undefined,
+    timeScale: number,
+  ): void {
+    const started = Math.min(now, Math.max(dispatched, now - (prefillWallSeconds ?? 0) * timeScale));
+    this.policy.requestStarted(this.id, started);
+    this.policy.requestFirstToken(this.id, now);
+  }
+
+  /** The decode leg's first token: the KV arrived there (told once, whatever retries came before). */
+  arrived(decode: InstanceId, path: Tokens, now: number): void {
+    if (this.kvArrived || this.ended) return;
+    this.kvArrived = true;
+    this.policy.kvArrived?.(this.id, decode, path, now);
+  }
+
+  finished(now: number, counts: FinishCounts): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.policy.requestFinished(this.id, now, counts);
+  }
+
+  failed(now: number): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.policy.requestFailed(this.id, now);
+  }
+
+  /**
+   * What the one-leg `forward` sees as its policy for the decode leg: started and first token were
+   * the prefill's (already told), a failure is the journey's to decide (retry or fail), a finish is
+   * the request's; evictions pass through.
+   */
+  decodeLegPolicy(): GlobalPolicy {
+    const p = this.policy;
+    return {
+      name: p.name,
+      branches: p.branches,
+      route: (request: RouteRequest, now: number): RouteDecision => p.route(request, now),
+      requestStarted: () => {},
+      requestFirstToken: () => {},
+      requestFinished: (_id: string, now: number, counts: FinishCounts) => this.finished(now, counts),
+      requestFailed: () => {},
+      instanceEvicted: (instance: InstanceId, path: Tokens, kept: number, now: number, at?: number) =>
+        p.instanceEvicted(instance, path, kept, now, at),
+      instanceAdded: (instance: InstanceId, info: InstanceInfo, now: number) =>
+        p.instanceAdded(instance, info, now),
+      instanceDrained: (instance: InstanceId, now: number) => p.instanceDrained(instance, now),
+      instanceRemoved: (instance: InstanceId, now: number) => p.instanceRemoved(instance, now),
+      loadSignal: (instance: InstanceId, signal: InstanceLoadSignal, now: number) =>
+        p.loadSignal(instance, signal, now),
+      tick: (now: number) => p.tick(now),
+    };
+  }
+}
+
+/** Which replicas can take part in disaggregation (they speak vLLM's kv_transfer_params). */
+export function speaksKvTransfer(replica: Replica): boolean {
+  return replica.dialect.name === 'preble' || replica.dialect.name === 'vllm';
+}
