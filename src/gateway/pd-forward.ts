@@ -22,24 +22,33 @@ import {
   isUndiciTimeout,
   upstreamMessage,
 } from './forward.ts';
+import { kvTransferParams } from './pd-kv-params.ts';
+import { llamacppSlots } from './pd-llamacpp.ts';
+import type { PdProtocol, PdSession } from './pd-protocol.ts';
 import type { Replica } from './replicas.ts';
+
+export { prefillBody } from './pd-kv-params.ts';
 
 /**
  * Prefill/decode disaggregation: one try of a request whose route decision has a decode leg
  * (`decision.decode`), in two legs (docs/gateway.md, "Prefill/decode disaggregation"):
  *
- * 1. The prefill leg on `decision.instance`, vLLM-style: the client's body with `max_tokens: 1`,
- *    `stream: false` and `kv_transfer_params: {do_remote_decode: true}`; the answer's
- *    `kv_transfer_params` say where the KV is held. Its own timeout (`timeouts.prefillSeconds`).
+ * 1. The prefill leg on `decision.instance`: the client's body with one token, not streamed, as the
+ *    prefill replica's PD protocol shapes it (`pdProtocolOf`: vLLM-style `kv_transfer_params` in
+ *    pd-kv-params.ts, llama.cpp's slot save/restore in pd-llamacpp.ts), then the hand-off it reads
+ *    from the answer (or runs: a slot save). Its own timeout (`timeouts.prefillSeconds`).
  * 2. The decode replica: `decision.decode`, or `routeDecode` when it is `'at-kv-ready'`.
- * 3. The decode leg: the client's body with those `kv_transfer_params`, forwarded (and streamed or
- *    gathered) by the one-leg `forward`, with its timeouts.
+ * 3. The decode leg: the protocol brings the KV there (vLLM: the params; llama.cpp: a slot restore)
+ *    and the body is forwarded (and streamed or gathered) by the one-leg `forward`, with its timeouts.
  *
  * The policy hears, in the contract's order: requestStarted and requestFirstToken when the prefill
  * leg answers (its one token is the request's first), kvReady, routeDecode, kvArrived at the decode
  * leg's first token, then requestFinished or requestFailed, exactly once per try. Failures:
- * - the prefill leg fails (fault, 5xx, timeout, no kv_transfer_params): the try fails and is
- *   retryable, avoiding that prefill replica (the caller routes again);
+ * - the prefill leg fails (fault, 5xx, timeout, no kv_transfer_params, no slot list): the try fails
+ *   and is retryable, avoiding that prefill replica (the caller routes again);
+ * - the hand-off fails after a good prefill (llama.cpp: the slot save or restore), or the decode
+ *   replica speaks another protocol: the decode replica computes the prompt itself (colocated),
+ *   counted in preble_pd_recomputes_total;
  * - the decode leg fails before anything reached the client: it runs again with the same KV (on the
  *   replica `routeDecode` picks, or the same one), up to `retries.attempts` times; when the decode
  *   replica says the KV is gone (`kv_transfer_failed`), the try fails and is retryable without
@@ -66,9 +75,24 @@ export async function forwardDisaggregated(
     );
     return { kind: 'answered', ok: false };
   }
-  const leg = await prefillLeg(a, reply, ctx, journey);
+  const session = pdProtocolOf(prefill).open(a);
+  try {
+    return await twoLegs(a, reply, ctx, journey, session);
+  } finally {
+    session.close();
+  }
+}
+
+async function twoLegs(
+  a: Attempt,
+  reply: FastifyReply,
+  ctx: ForwardContext & { readonly retries: { readonly attempts: number; readonly backoffSeconds: number } },
+  journey: Journey,
+  session: PdSession,
+): Promise<AttemptOutcome> {
+  const prefill = a.replica;
+  const leg = await prefillLeg(a, reply, ctx, journey, session);
   if (leg.kind !== 'ready') return leg.outcome;
-  const { params } = leg;
   let now = ctx.now();
   a.policy.kvReady?.(a.id, prefill.id, a.tokens, now);
   const pickDecode = (): InstanceId | undefined => {
@@ -102,11 +126,24 @@ export async function forwardDisaggregated(
         avoid: false,
       };
     }
+    let plan: Awaited<ReturnType<PdSession['decodeRequest']>>;
+    try {
+      plan = await session.decodeRequest(decode, a.cancel);
+    } catch {
+      journey.failed(ctx.now());
+      return { kind: 'cancelled' };
+    }
+    reply.raw.setHeader('x-preble-pd-handoff', plan.handOff);
+    if (plan.handOff === 'recompute') ctx.metrics.pdRecomputes.inc({ reason: plan.reason ?? 'unknown' });
+    if (plan.detail !== undefined)
+      reply.raw.setHeader('x-preble-pd-recompute', plan.detail.slice(0, 200).replace(/[^\x20-\x7e]/g, ' '));
+    if (plan.transferSeconds !== undefined)
+      ctx.metrics.pdTransfer.observe(plan.transferSeconds * ctx.timeScale);
     const dispatched = ctx.now();
     const outcome = await forward(
       {
         ...a,
-        body: { ...a.body, kv_transfer_params: params },
+        body: plan.body as Attempt['body'],
         policy: journey.decodeLegPolicy(),
         // matchedTokens 0: the decode replica's cached count tells nothing of evictions.
         decision: { ...a.decision, instance: decodeId, matchedTokens: 0 },
@@ -121,7 +158,7 @@ export async function forwardDisaggregated(
       },
       reply,
       ctx,
-    );
+    ).finally(() => plan.release());
     now = ctx.now();
     if (outcome.kind === 'answered') {
       // Finished (the wrapper told the policy) or ended by an error: either way exactly once.
@@ -144,9 +181,7 @@ export async function forwardDisaggregated(
   return { ...last!, avoid: false };
 }
 
-type PrefillResult =
-  | { readonly kind: 'ready'; readonly params: Record<string, unknown> }
-  | { readonly kind: 'done'; readonly outcome: AttemptOutcome };
+type PrefillResult = { readonly kind: 'ready' } | { readonly kind: 'done'; readonly outcome: AttemptOutcome };
 
 /** The prefill leg: one non-streamed request for one token, whose answer names the held KV. */
 async function prefillLeg(
@@ -154,6 +189,7 @@ async function prefillLeg(
   reply: FastifyReply,
   ctx: ForwardContext,
   journey: Journey,
+  session: PdSession,
 ): Promise<PrefillResult> {
   const replica = a.replica;
   const label = String(replica.id);
@@ -171,11 +207,12 @@ async function prefillLeg(
     journey.failed(ctx.now());
   };
   try {
+    const leg = await session.prefillRequest(upstream.signal);
     const res = await replica.pool.request({
-      path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
+      path: leg.path,
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': a.id },
-      body: JSON.stringify(prefillBody(a.body)),
+      body: JSON.stringify(leg.body),
       signal: upstream.signal,
       headersTimeout: seconds * 1000,
       bodyTimeout: seconds * 1000,
@@ -198,21 +235,19 @@ async function prefillLeg(
       else sendError(reply, res.statusCode, upstreamMessage(text));
       return { kind: 'done', outcome: { kind: 'answered', ok: false } };
     }
-    let json: FinalReport & { kv_transfer_params?: unknown };
+    let json: FinalReport & Record<string, unknown>;
     try {
-      json = JSON.parse(text) as typeof json;
+      const parsed = JSON.parse(text) as unknown;
+      json = typeof parsed === 'object' && parsed !== null ? (parsed as typeof json) : {};
     } catch {
       json = {};
     }
-    const params = json.kv_transfer_params;
-    if (typeof params !== 'object' || params === null) {
+    const handOff = await session.handOff(json, upstream.signal);
+    if (a.cancel.aborted) throw a.cancel.reason;
+    if (handOff.kind === 'bad-prefill') {
       ctx.replicas.failed(replica);
       fail('replica_error');
-      return retryable(
-        502,
-        `prefill replica ${replica.url} answered without kv_transfer_params (is it started with a KV connector, or --role prefill?)`,
-        'replica_failed',
-      );
+      return retryable(502, `prefill replica ${replica.url} ${handOff.message}`, 'replica_failed');
     }
     clearTimeout(timer);
     ctx.replicas.succeeded(replica);
@@ -220,7 +255,7 @@ async function prefillLeg(
     const now = ctx.now();
     ctx.metrics.pdPrefill.observe(now - dispatched);
     journey.prefilled(now, dispatched, replica.dialect.prefillSeconds(json), ctx.timeScale);
-    return { kind: 'ready', params: params as Record<string, unknown> };
+    return { kind: 'ready' };
   } catch (error) {
     if (a.cancel.aborted) {
       fail('client_closed');
@@ -245,28 +280,6 @@ class PrefillTimeout extends Error {}
 
 function retryable(status: number, message: string, code: string): PrefillResult {
   return { kind: 'done', outcome: { kind: 'retryable', status, message, code } };
-}
-
-/**
- * The prefill leg's body, as vLLM's disaggregated proxy sends it: one token, not streamed, and
- * `kv_transfer_params` asking the engine to keep the KV for a remote decode.
- */
-export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const { stream_options: _so, min_tokens: _mt, min_completion_tokens: _mct, ...rest } = body;
-  return {
-    ...rest,
-    stream: false,
-    max_tokens: 1,
-    ...(body['max_completion_tokens'] === undefined ? {} : { max_completion_tokens: 1 }),
-    kv_transfer_params: {
-      do_remote_decode: true,
-      do_remote_prefill: false,
-      remote_engine_id: null,
-      remote_block_ids: null,
-      remote_host: null,
-      remote_port: null,
-    },
-  };
 }
 
 /**
@@ -341,7 +354,7 @@ class Journey {
   }
 }
 
-/** Which replicas can take part in disaggregation (they speak vLLM's kv_transfer_params). */
-export function speaksKvTransfer(replica: Replica): boolean {
-  return replica.dialect.name === 'preble' || replica.dialect.name === 'vllm';
+/** The PD protocol of a prefill replica, by its dialect: llama.cpp moves slots, the others pass kv_transfer_params. */
+export function pdProtocolOf(prefill: Replica): PdProtocol {
+  return prefill.dialect.name === 'llamacpp' ? llamacppSlots : kvTransferParams;
 }
