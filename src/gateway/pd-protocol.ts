@@ -1,3 +1,4 @@
+import type { DialectName } from './config.ts';
 import type { Attempt } from './forward.ts';
 import type { Replica } from './replicas.ts';
 
@@ -71,4 +72,30 @@ export function oneTokenBody(body: Readonly<Record<string, unknown>>): Record<st
     max_tokens: 1,
     ...(body['max_completion_tokens'] === undefined ? {} : { max_completion_tokens: 1 }),
   };
+}
+
+/** The PD protocol a dialect's replicas speak; undefined: none (yet). */
+export function pdProtocolName(dialect: DialectName): PdProtocol['name'] | undefined {
+  if (dialect === 'preble' || dialect === 'vllm') return 'kv-transfer-params';
+  if (dialect === 'llamacpp') return 'llamacpp-slots';
+  return undefined;
+}
+
+/**
+ * Why the prefill and decode replicas cannot disaggregate together, if they cannot: each must speak
+ * a PD protocol, and all the same one (a KV handed off one way is read back the same way).
+ */
+export function pdDialectsProblem(
+  replicas: readonly { url: string; role: string; dialect: DialectName }[],
+): string | undefined {
+  let first: { url: string; protocol: string } | undefined;
+  for (const r of replicas) {
+    const protocol = pdProtocolName(r.dialect);
+    if (protocol === undefined)
+      return `replica ${r.url}: role ${r.role} needs a dialect that speaks a PD protocol (preble or vllm: kv_transfer_params; llamacpp: slot save/restore); ${r.dialect} disaggregation is not implemented yet`;
+    if (first === undefined) first = { url: r.url, protocol };
+    else if (first.protocol !== protocol)
+      return `replica ${r.url}: its dialect ${r.dialect} speaks the PD protocol ${protocol}, replica ${first.url} speaks ${first.protocol}; the prefill and decode replicas of a fleet need one protocol`;
+  }
+  return undefined;
 }
