@@ -102,10 +102,8 @@ async function startReplicas(flags: StartFlags): Promise<void> {
   const pd = flags.prefill !== undefined || flags.decode !== undefined;
   if (pd && (flags.prefill === undefined || flags.decode === undefined))
     throw new Error('--prefill and --decode go together');
-  if (pd && flags.count !== undefined)
-    throw new Error('--count or --prefill/--decode, not both');
-  if (!pd && flags.count === undefined)
-    throw new Error('give --count, or --prefill and --decode');
+  if (pd && flags.count !== undefined) throw new Error('--count or --prefill/--decode, not both');
+  if (!pd && flags.count === undefined) throw new Error('give --count, or --prefill and --decode');
   const model = await modelPath(flags); // first: a bad --model should fail before a long build
   const [{ ensureLlamaServer }, { startLlamaReplicas, startLlamaPdReplicas }] = await Promise.all([
     import('../real/llama-build.ts'),
