@@ -25,6 +25,7 @@ import {
 import { kvTransferParams } from './pd-kv-params.ts';
 import { llamacppSlots } from './pd-llamacpp.ts';
 import type { PdProtocol, PdSession } from './pd-protocol.ts';
+import { sglangBootstrap } from './pd-sglang.ts';
 import type { Replica } from './replicas.ts';
 
 export { prefillBody } from './pd-kv-params.ts';
@@ -75,9 +76,12 @@ export async function forwardDisaggregated(
     );
     return { kind: 'answered', ok: false };
   }
-  const session = pdProtocolOf(prefill).open(a);
+  const protocol = pdProtocolOf(prefill);
+  const session = protocol.open(a);
   try {
-    return await twoLegs(a, reply, ctx, journey, session);
+    return protocol.concurrent === true
+      ? await concurrentLegs(a, reply, ctx, journey, session)
+      : await twoLegs(a, reply, ctx, journey, session);
   } finally {
     session.close();
   }
@@ -94,7 +98,7 @@ async function twoLegs(
   const leg = await prefillLeg(a, reply, ctx, journey, session);
   if (leg.kind !== 'ready') return leg.outcome;
   let now = ctx.now();
-  a.policy.kvReady?.(a.id, prefill.id, a.tokens, now);
+  journey.kvReady(prefill.id, a.tokens, now);
   const pickDecode = (): InstanceId | undefined => {
     if (a.decision.decode !== 'at-kv-ready') return a.decision.decode;
     try {
@@ -179,6 +183,111 @@ async function twoLegs(
   }
   journey.failed(ctx.now());
   return { ...last!, avoid: false };
+}
+
+/**
+ * Both legs at once (SGLang: the engines meet through the prefill's bootstrap server, so the decode
+ * replica must be named at dispatch; `routeDecode` is asked then, before `kvReady`, the one change to
+ * the contract's order). The prefill leg's answer is dropped once read; the decode leg is the client's.
+ * Failures: the prefill leg fails -> the decode leg is aborted and the try is retried avoiding that
+ * prefill replica; the decode leg fails before the first byte -> the prefill leg is aborted (its KV
+ * waits for that decode request alone) and the try is retried, prefill included; the client leaves ->
+ * both are aborted.
+ */
+async function concurrentLegs(
+  a: Attempt,
+  reply: FastifyReply,
+  ctx: ForwardContext,
+  journey: Journey,
+  session: PdSession,
+): Promise<AttemptOutcome> {
+  const prefill = a.replica;
+  let decodeId: InstanceId | undefined;
+  if (a.decision.decode !== 'at-kv-ready') decodeId = a.decision.decode;
+  else
+    try {
+      decodeId = a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now());
+    } catch {
+      decodeId = undefined; // no decode replica in the view
+    }
+  const decode = decodeId === undefined ? undefined : ctx.replicas.get(decodeId);
+  if (decode === undefined || decodeId === undefined) {
+    journey.failed(ctx.now());
+    return {
+      kind: 'retryable',
+      status: 503,
+      message: 'no decode replica is available',
+      code: 'no_replica',
+      avoid: false,
+    };
+  }
+  const stopPrefill = new AbortController();
+  const stopDecode = new AbortController();
+  const prefillCancel = AbortSignal.any([a.cancel, stopPrefill.signal]);
+  const decodeCancel = AbortSignal.any([a.cancel, stopDecode.signal]);
+  const dispatched = ctx.now();
+  // The decode leg's first token means the prefill is done, whichever answer the gateway reads first.
+  const prefillDone = (now: number) => {
+    journey.prefilled(now, dispatched, undefined, ctx.timeScale);
+    journey.kvReady(prefill.id, a.tokens, now);
+  };
+  const prefillRun = prefillLeg({ ...a, cancel: prefillCancel }, reply, ctx, journey, session).then((leg) => {
+    if (leg.kind === 'ready') prefillDone(ctx.now());
+    else if (!a.cancel.aborted) stopDecode.abort(new Error('the prefill leg failed'));
+    return leg;
+  });
+  const decodeRun = (async (): Promise<AttemptOutcome> => {
+    let plan: Awaited<ReturnType<PdSession['decodeRequest']>>;
+    try {
+      plan = await session.decodeRequest(decode, decodeCancel);
+    } catch {
+      return { kind: 'cancelled' };
+    }
+    reply.raw.setHeader('x-preble-pd-handoff', plan.handOff);
+    const sent = ctx.now();
+    return forward(
+      {
+        ...a,
+        cancel: decodeCancel,
+        body: plan.body as Attempt['body'],
+        policy: journey.decodeLegPolicy(),
+        decision: { ...a.decision, instance: decodeId, matchedTokens: 0 },
+        replica: decode,
+        onFirstToken: (t) => {
+          ctx.metrics.pdDecodeTtft.observe(t - sent);
+          prefillDone(t);
+          journey.arrived(decodeId, a.tokens, t);
+        },
+      },
+      reply,
+      ctx,
+    ).finally(() => plan.release());
+  })();
+  const decoded = await decodeRun;
+  if (decoded.kind !== 'answered') stopPrefill.abort(new Error('the decode leg ended'));
+  const leg = await prefillRun;
+  if (a.cancel.aborted) {
+    journey.failed(ctx.now());
+    return decoded.kind === 'answered' ? decoded : { kind: 'cancelled' };
+  }
+  if (decoded.kind === 'answered') {
+    journey.failed(ctx.now()); // no-op once finished
+    return decoded;
+  }
+  journey.failed(ctx.now());
+  // The prefill leg failed first: its outcome says why (retry avoiding that prefill replica).
+  if (leg.kind === 'done' && leg.outcome.kind !== 'cancelled') return leg.outcome;
+  if (decoded.kind === 'retryable') {
+    ctx.metrics.pdLegRetries.inc({ leg: 'prefill' });
+    return { ...decoded, avoid: false };
+  }
+  return {
+    kind: 'retryable',
+    status: 502,
+    message: 'the disaggregated legs failed',
+    code: 'replica_failed',
+    avoid: false,
+  };
 }
 
 type PrefillResult = { readonly kind: 'ready' } | { readonly kind: 'done'; readonly outcome: AttemptOutcome };
@@ -289,6 +398,8 @@ function retryable(status: number, message: string, code: string): PrefillResult
 class Journey {
   private ended = false;
   private kvArrived = false;
+  private wasPrefilled = false;
+  private wasKvReady = false;
 
   constructor(
     private readonly policy: GlobalPolicy,
@@ -302,9 +413,18 @@ class Journey {
     prefillWallSeconds: number | undefined,
     timeScale: number,
   ): void {
+    if (this.wasPrefilled || this.ended) return;
+    this.wasPrefilled = true;
     const started = Math.min(now, Math.max(dispatched, now - (prefillWallSeconds ?? 0) * timeScale));
     this.policy.requestStarted(this.id, started);
     this.policy.requestFirstToken(this.id, now);
+  }
+
+  /** The prefill's KV is ready on `prefill` (told once). */
+  kvReady(prefill: InstanceId, path: Tokens, now: number): void {
+    if (this.wasKvReady || this.ended) return;
+    this.wasKvReady = true;
+    this.policy.kvReady?.(this.id, prefill, path, now);
   }
 
   /** The decode leg's first token: the KV arrived there (told once, whatever retries came before). */
@@ -356,5 +476,7 @@ class Journey {
 
 /** The PD protocol of a prefill replica, by its dialect: llama.cpp moves slots, the others pass kv_transfer_params. */
 export function pdProtocolOf(prefill: Replica): PdProtocol {
-  return prefill.dialect.name === 'llamacpp' ? llamacppSlots : kvTransferParams;
+  if (prefill.dialect.name === 'llamacpp') return llamacppSlots;
+  if (prefill.dialect.name === 'sglang') return sglangBootstrap;
+  return kvTransferParams;
 }

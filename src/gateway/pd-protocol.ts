@@ -9,7 +9,12 @@ import type { Replica } from './replicas.ts';
  * send and what to do between the legs. One `PdSession` per try of a request.
  */
 export interface PdProtocol {
-  readonly name: 'kv-transfer-params' | 'llamacpp-slots';
+  readonly name: 'kv-transfer-params' | 'llamacpp-slots' | 'sglang-bootstrap';
+  /**
+   * Both legs are sent together (SGLang: the engines meet through the bootstrap server); otherwise
+   * the decode leg goes once the prefill leg has answered.
+   */
+  readonly concurrent?: boolean;
   open(a: Attempt): PdSession;
 }
 
@@ -78,6 +83,7 @@ export function oneTokenBody(body: Readonly<Record<string, unknown>>): Record<st
 export function pdProtocolName(dialect: DialectName): PdProtocol['name'] | undefined {
   if (dialect === 'preble' || dialect === 'vllm') return 'kv-transfer-params';
   if (dialect === 'llamacpp') return 'llamacpp-slots';
+  if (dialect === 'sglang') return 'sglang-bootstrap';
   return undefined;
 }
 
@@ -92,7 +98,7 @@ export function pdDialectsProblem(
   for (const r of replicas) {
     const protocol = pdProtocolName(r.dialect);
     if (protocol === undefined)
-      return `replica ${r.url}: role ${r.role} needs a dialect that speaks a PD protocol (preble or vllm: kv_transfer_params; llamacpp: slot save/restore); ${r.dialect} disaggregation is not implemented yet`;
+      return `replica ${r.url}: role ${r.role} needs a dialect that speaks a PD protocol (preble or vllm: kv_transfer_params; llamacpp: slot save/restore; sglang: bootstrap rooms); ${r.dialect} disaggregation is not implemented yet`;
     if (first === undefined) first = { url: r.url, protocol };
     else if (first.protocol !== protocol)
       return `replica ${r.url}: its dialect ${r.dialect} speaks the PD protocol ${protocol}, replica ${first.url} speaks ${first.protocol}; the prefill and decode replicas of a fleet need one protocol`;
