@@ -1,0 +1,180 @@
+/**
+ * `preble demo --pd`: colocated and disaggregated configurations on the same number of emulated GPUs,
+ * the simulator's prediction for each, and the verdict on TTFT and TPOT.
+ */
+import { costModelPreset } from '../core/cost-model/presets.ts';
+import { buildFleet, parseFleetShorthand } from '../core/fleet/index.ts';
+import { isDisaggregatedPolicyName, parsePolicyList } from '../core/policies/registry.ts';
+import { defaultChunkedPrefillTokens } from '../engine/options.ts';
+import { fleetRun, runSimulation, type SimReport } from '../sim/run.ts';
+import type { WorkloadRequest } from '../workloads/types.ts';
+import type { DemoConfiguration, DemoResult } from './demo.ts';
+
+/**
+ * The `--pd` stream: long shared documents (prefix-pd's cache has something to keep) with unique
+ * questions and long answers, so prefills are long enough to stall colocated decodes.
+ */
+export const PD_STREAM = { prefixes: 32, prefixChars: 3000, suffixChars: 200, outputTokens: 200 } as const;
+
+/**
+ * `POLICY@FLEET` items (`distserve@2P2D`; `--fleet` shorthand) to configurations; a bare policy runs
+ * on `replicas` mixed replicas. A colocated policy on prefill/decode replicas, or a disaggregated one
+ * without both, is refused in one line (as the gateway would).
+ */
+export function parsePdConfigurations(list: string, replicas: number, model: string): DemoConfiguration[] {
+  return list
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0)
+    .map((item) => {
+      const [policyText, fleetText = `${replicas}M`, extra] = item.split('@');
+      if (extra !== undefined || policyText === undefined || policyText.length === 0)
+        throw new Error(`--policy: expected POLICY@FLEET, e.g. distserve@2P2D; got '${item}'`);
+      const [policy] = parsePolicyList(policyText);
+      let roles: DemoConfiguration['roles'];
+      try {
+        roles = buildFleet(parseFleetShorthand(fleetText, model)).instances.map((i) => i.role);
+      } catch (error) {
+        throw new Error(`--policy ${item}: ${(error as Error).message}`);
+      }
+      const split = roles.some((r) => r !== 'mixed');
+      if (isDisaggregatedPolicyName(policy!) !== split)
+        throw new Error(
+          split
+            ? `--policy ${item}: ${policy} is colocated; prefill/decode fleets need a disaggregated policy (distserve, splitwise, prefix-pd)`
+            : `--policy ${item}: ${policy} is disaggregated; give it a fleet with prefill and decode replicas, e.g. ${policy}@2P2D`,
+        );
+      return {
+        name: `${policy}@${fleetText.toUpperCase()}`,
+        policy: policy!,
+        fleet: fleetText.toUpperCase(),
+        roles,
+      };
+    });
+}
+
+export interface PdSimInput {
+  readonly workload: string;
+  readonly rps: number;
+  readonly requests: readonly WorkloadRequest[];
+  /** The emulated replicas' cost-model preset. */
+  readonly model: string;
+  readonly seed: number;
+}
+
+/**
+ * What `preble sim` predicts for a configuration on the same stream: the same fleet (`--fleet`
+ * shorthand), every link the `emulated` class the decode engines' `--kv-link` defaults to (25 GB/s,
+ * serialized: the engine waits the whole transfer before adopting), the engines' own chunk budget
+ * (they have no DistServe L_m batching) and the queue policy the demo starts them with.
+ */
+export function pdSimulation(configuration: DemoConfiguration, input: PdSimInput): SimReport {
+  const fleet = buildFleet({
+    ...parseFleetShorthand(configuration.fleet, input.model),
+    network: 'emulated',
+    nodeLink: 'emulated',
+  });
+  return runSimulation({
+    policy: configuration.policy,
+    workload: input.workload,
+    rps: input.rps,
+    costModel: costModelPreset(input.model),
+    requests: () => input.requests,
+    seed: input.seed,
+    chunkTokens: defaultChunkedPrefillTokens,
+    ...fleetRun(fleet),
+  }).report;
+}
+
+/** One configuration over its runs, in the verdict. */
+export interface PdSummary {
+  readonly configuration: string;
+  readonly ttft: number;
+  readonly tpot: number;
+  readonly latency: number;
+  readonly disaggregatedShare: number;
+  readonly transferShareOfTtft: number;
+  readonly prefillQueueSeconds: number | undefined;
+  readonly prefillCachedShare: number;
+}
+
+export interface PdVerdict {
+  readonly summaries: readonly PdSummary[];
+  readonly ttftWinner: string;
+  readonly tpotWinner: string;
+  readonly lines: readonly string[];
+}
+
+/** Ranks the configurations by mean TTFT and by mean TPOT (medians over runs); pure, so the wording is tested. */
+export function pdVerdict(results: readonly DemoResult[]): PdVerdict {
+  const byName = new Map<string, DemoResult[]>();
+  for (const r of results) {
+    const name = r.configuration ?? r.policy;
+    byName.set(name, [...(byName.get(name) ?? []), r]);
+  }
+  if (byName.size === 0) throw new Error('demo verdict: no runs');
+  const summaries: PdSummary[] = [...byName.entries()].map(([configuration, runs]) => {
+    const queues = runs.flatMap((r) =>
+      r.pd?.prefillQueueSeconds === undefined ? [] : [r.pd.prefillQueueSeconds],
+    );
+    return {
+      configuration,
+      ttft: median(runs.map((r) => r.ttft.mean)),
+      tpot: median(runs.map((r) => r.tpot.mean)),
+      latency: median(runs.map((r) => r.latency.mean)),
+      disaggregatedShare: average(
+        runs.map((r) => (r.completed > 0 ? (r.pd?.disaggregated ?? 0) / r.completed : 0)),
+      ),
+      transferShareOfTtft: average(runs.map((r) => r.pd?.transferShareOfTtft ?? 0)),
+      prefillQueueSeconds: queues.length > 0 ? average(queues) : undefined,
+      prefillCachedShare: average(runs.map((r) => r.pd?.prefillCachedShare ?? r.cacheHitRate)),
+    };
+  });
+  const byTtft = [...summaries].sort((a, b) => a.ttft - b.ttft);
+  const byTpot = [...summaries].sort((a, b) => a.tpot - b.tpot);
+  const lines = [
+    winsLine('TTFT', byTtft, (s) => s.ttft),
+    winsLine('TPOT', byTpot, (s) => s.tpot),
+    `Why, per configuration: ${summaries
+      .map(
+        (s) =>
+          `${s.configuration}: ${pct(s.disaggregatedShare)} of requests disaggregated, KV transfer ${pct(s.transferShareOfTtft)} of TTFT, ` +
+          `prefill queue ${s.prefillQueueSeconds === undefined ? 'n/a' : ms(s.prefillQueueSeconds)}, cached share of prefills ${s.prefillCachedShare.toFixed(2)}`,
+      )
+      .join('; ')}.`,
+    'A colocated replica runs prefills between its decodes, so long prompts stretch TPOT; disaggregation keeps decodes apart at the cost of a KV transfer and of fewer replicas for prompts (a longer prefill queue, and a lower cached share when prefills are placed without regard to prefixes).',
+  ];
+  return { summaries, ttftWinner: byTtft[0]!.configuration, tpotWinner: byTpot[0]!.configuration, lines };
+}
+
+function winsLine(what: string, ranked: readonly PdSummary[], value: (s: PdSummary) => number): string {
+  const best = ranked[0]!;
+  if (ranked.length === 1) return `${what}: only ${best.configuration} ran (${ms(value(best))}).`;
+  const rest = ranked
+    .slice(1)
+    .map((s) => `${s.configuration} ${ms(value(s))} (${pctMore(value(s), value(best))})`)
+    .join(', ');
+  return `${what}: ${best.configuration} wins with ${ms(value(best))} mean; ${rest}.`;
+}
+
+function pctMore(x: number, best: number): string {
+  return best > 0 ? `+${(((x - best) / best) * 100).toFixed(0)}%` : 'n/a';
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(0)}%`;
+}
+
+function ms(s: number): string {
+  return `${(s * 1000).toFixed(1)} ms`;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function average(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((s, v) => s + v, 0) / values.length;
+}
