@@ -68,7 +68,7 @@ interface DemoFlags {
   rps?: number;
   policy?: string;
   model: string;
-  timeScale: number;
+  timeScale?: number;
   seed: number;
   preset: string;
   slots: number;
@@ -117,7 +117,11 @@ export function registerDemo(program: Command): void {
       `policies to compare, or 'all' (default ${EMULATED_POLICIES}; real: ${REAL_POLICIES}; --pd: POLICY@FLEET items, default ${PD_DEFAULT})`,
     )
     .option('--model <preset>', "emulated replicas' cost-model preset", 'mistral-7b-a6000')
-    .option('--time-scale <x>', 'emulated replicas run this much faster than real time', positiveNumber, 10)
+    .option(
+      '--time-scale <x>',
+      'emulated replicas run this much faster than real time (default 10; --pd 2: hundreds of 200-token streams at once need the slack)',
+      positiveNumber,
+    )
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--preset <size>', 'real: model size (tiny, small, medium)', 'small')
     .option('--slots <n>', 'real: slots per replica (-np)', positiveInt, 4)
@@ -146,12 +150,13 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
   if (flags.pd === true) return pdOptions(flags, m);
   if (flags.real !== true) {
     const workload = flags.workload ?? 'video-qa';
+    const timeScale = flags.timeScale ?? 10;
     const requests = flags.requests ?? 300;
     const rps = flags.rps ?? 6;
     const replicas = flags.replicas ?? 4;
     const repeats = flags.repeats ?? 2;
     process.stderr.write(
-      `${replicas} emulated ${flags.model} replicas (${flags.timeScale}x real time) behind the gateway; ` +
+      `${replicas} emulated ${flags.model} replicas (${timeScale}x real time) behind the gateway; ` +
         `${requests} ${workload} requests at ${rps} req/s per policy, ${repeats} run(s) each\n`,
     );
     return {
@@ -164,9 +169,9 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
       repeats,
       model: flags.model,
       costModel: flags.model,
-      timeScale: flags.timeScale,
+      timeScale,
       seed,
-      fleet: emulatedFleet(flags.model, flags.timeScale),
+      fleet: emulatedFleet(flags.model, timeScale),
     };
   }
   if (!isLlamaPreset(flags.preset))
@@ -228,6 +233,7 @@ function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
   const count = flags.requests ?? 200;
   const rps = flags.rps ?? 4;
   const repeats = flags.repeats ?? 1;
+  const timeScale = flags.timeScale ?? 2;
   const workload = flags.workload ?? 'shared-prefix';
   const requests =
     flags.workload === undefined
@@ -236,7 +242,7 @@ function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
   const gpus = [...new Set(configurations.map((c) => c.roles.length))].join(' or ');
   process.stderr.write(
     `${configurations.map((c) => c.name).join(', ')}: ${gpus} emulated ${flags.model} replicas each ` +
-      `(${flags.timeScale}x real time, KV over the emulated 25 GB/s link) behind the gateway; ` +
+      `(${timeScale}x real time, KV over the emulated 25 GB/s link) behind the gateway; ` +
       `${count} ${workload === 'shared-prefix' ? `shared-prefix requests (${PD_STREAM.prefixes} ${PD_STREAM.prefixChars}-token documents, ${PD_STREAM.suffixChars}-token questions, ${PD_STREAM.outputTokens}-token answers)` : `${workload} requests`} ` +
       `at ${rps} req/s, ${repeats} run(s) each\n`,
   );
@@ -251,9 +257,9 @@ function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
     repeats,
     model: flags.model,
     costModel: flags.model,
-    timeScale: flags.timeScale,
+    timeScale,
     seed,
-    fleet: emulatedFleet(flags.model, flags.timeScale),
+    fleet: emulatedFleet(flags.model, timeScale),
   };
 }
 
@@ -443,7 +449,7 @@ function pdReport(flags: DemoFlags, options: DemoOptions, results: readonly Demo
         'lat s mean/p99',
         'disagg',
         'prefill / xfer / decode-ttft s',
-        'queue s',
+        'mixed queue s',
         'cached',
         'sim ttft s / tpot ms / lat s',
       ],
@@ -452,7 +458,7 @@ function pdReport(flags: DemoFlags, options: DemoOptions, results: readonly Demo
   );
   process.stdout.write(
     "Times are in the replicas' emulated seconds. disagg: requests whose prefill and decode replicas differ; " +
-      "prefill / xfer / decode-ttft: the gateway's per-leg means; queue: waiting before admission on the replicas that run prompts; " +
+      "prefill / xfer / decode-ttft: the gateway's per-leg means; mixed queue: waiting before admission on the mixed replicas (prefill-role engines do not report it); " +
       'cached: cached share of the prompt tokens those replicas looked up. sim: preble sim on the same fleet, stream and link.\n',
   );
   process.stdout.write(`\n${verdict.lines.join('\n')}\n`);

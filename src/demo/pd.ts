@@ -94,9 +94,18 @@ export interface PdSummary {
   readonly latency: number;
   readonly disaggregatedShare: number;
   readonly transferShareOfTtft: number;
+  /** Waiting before admission on the mixed replicas (prefill-role engines do not report it). */
   readonly prefillQueueSeconds: number | undefined;
+  /** The prefill leg of disaggregated requests (queue and prompt on the prefill replica). */
+  readonly prefillLegSeconds: number | undefined;
   readonly prefillCachedShare: number;
 }
+
+/** What the verdict needs of one run (a DemoResult has these fields). */
+export type PdRunFigures = Pick<
+  DemoResult,
+  'policy' | 'configuration' | 'ttft' | 'tpot' | 'latency' | 'completed' | 'cacheHitRate' | 'pd'
+>;
 
 export interface PdVerdict {
   readonly summaries: readonly PdSummary[];
@@ -106,17 +115,21 @@ export interface PdVerdict {
 }
 
 /** Ranks the configurations by mean TTFT and by mean TPOT (medians over runs); pure, so the wording is tested. */
-export function pdVerdict(results: readonly DemoResult[]): PdVerdict {
-  const byName = new Map<string, DemoResult[]>();
+export function pdVerdict(results: readonly PdRunFigures[]): PdVerdict {
+  const byName = new Map<string, PdRunFigures[]>();
   for (const r of results) {
     const name = r.configuration ?? r.policy;
     byName.set(name, [...(byName.get(name) ?? []), r]);
   }
   if (byName.size === 0) throw new Error('demo verdict: no runs');
   const summaries: PdSummary[] = [...byName.entries()].map(([configuration, runs]) => {
-    const queues = runs.flatMap((r) =>
-      r.pd?.prefillQueueSeconds === undefined ? [] : [r.pd.prefillQueueSeconds],
-    );
+    const figure = (f: (pd: NonNullable<PdRunFigures['pd']>) => number | undefined) => {
+      const values = runs.flatMap((r) => {
+        const v = r.pd === undefined ? undefined : f(r.pd);
+        return v === undefined ? [] : [v];
+      });
+      return values.length > 0 ? average(values) : undefined;
+    };
     return {
       configuration,
       ttft: median(runs.map((r) => r.ttft.mean)),
@@ -126,7 +139,8 @@ export function pdVerdict(results: readonly DemoResult[]): PdVerdict {
         runs.map((r) => (r.completed > 0 ? (r.pd?.disaggregated ?? 0) / r.completed : 0)),
       ),
       transferShareOfTtft: average(runs.map((r) => r.pd?.transferShareOfTtft ?? 0)),
-      prefillQueueSeconds: queues.length > 0 ? average(queues) : undefined,
+      prefillQueueSeconds: figure((pd) => pd.prefillQueueSeconds),
+      prefillLegSeconds: figure((pd) => pd.prefillSeconds),
       prefillCachedShare: average(runs.map((r) => r.pd?.prefillCachedShare ?? r.cacheHitRate)),
     };
   });
@@ -135,16 +149,23 @@ export function pdVerdict(results: readonly DemoResult[]): PdVerdict {
   const lines = [
     winsLine('TTFT', byTtft, (s) => s.ttft),
     winsLine('TPOT', byTpot, (s) => s.tpot),
-    `Why, per configuration: ${summaries
-      .map(
-        (s) =>
-          `${s.configuration}: ${pct(s.disaggregatedShare)} of requests disaggregated, KV transfer ${pct(s.transferShareOfTtft)} of TTFT, ` +
-          `prefill queue ${s.prefillQueueSeconds === undefined ? 'n/a' : ms(s.prefillQueueSeconds)}, cached share of prefills ${s.prefillCachedShare.toFixed(2)}`,
-      )
-      .join('; ')}.`,
+    `Why, per configuration: ${summaries.map(why).join('; ')}.`,
     'A colocated replica runs prefills between its decodes, so long prompts stretch TPOT; disaggregation keeps decodes apart at the cost of a KV transfer and of fewer replicas for prompts (a longer prefill queue, and a lower cached share when prefills are placed without regard to prefixes).',
   ];
   return { summaries, ttftWinner: byTtft[0]!.configuration, tpotWinner: byTpot[0]!.configuration, lines };
+}
+
+function why(s: PdSummary): string {
+  const parts = [`${pct(s.disaggregatedShare)} of requests disaggregated`];
+  if (s.disaggregatedShare > 0) parts.push(`KV transfer ${pct1(s.transferShareOfTtft)} of TTFT`);
+  if (s.prefillLegSeconds !== undefined) parts.push(`prefill leg ${ms(s.prefillLegSeconds)}`);
+  if (s.prefillQueueSeconds !== undefined) parts.push(`mixed replicas' queue ${ms(s.prefillQueueSeconds)}`);
+  parts.push(`cached share of prefills ${s.prefillCachedShare.toFixed(2)}`);
+  return `${s.configuration}: ${parts.join(', ')}`;
+}
+
+function pct1(x: number): string {
+  return `${(x * 100).toFixed(1)}%`;
 }
 
 function winsLine(what: string, ranked: readonly PdSummary[], value: (s: PdSummary) => number): string {
