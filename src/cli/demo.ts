@@ -119,7 +119,7 @@ export function registerDemo(program: Command): void {
     .option('--model <preset>', "emulated replicas' cost-model preset", 'mistral-7b-a6000')
     .option(
       '--time-scale <x>',
-      'emulated replicas run this much faster than real time (default 10; --pd 2: hundreds of 200-token streams at once need the slack)',
+      'emulated replicas run this much faster than real time (default 10; --pd 1: its two-leg streams load one process, and faster runs drift from the simulator on a busy machine)',
       positiveNumber,
     )
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
@@ -233,7 +233,7 @@ function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
   const count = flags.requests ?? 200;
   const rps = flags.rps ?? 4;
   const repeats = flags.repeats ?? 1;
-  const timeScale = flags.timeScale ?? 2;
+  const timeScale = flags.timeScale ?? 1;
   const workload = flags.workload ?? 'shared-prefix';
   const requests =
     flags.workload === undefined
