@@ -22,6 +22,7 @@ async function load() {
     chars,
     verdict,
     pd,
+    pdSim,
   ] = await Promise.all([
     import('../core/cost-model/presets.ts'),
     import('../core/policies/registry.ts'),
@@ -37,6 +38,7 @@ async function load() {
     import('../text/chars-tokenizer.ts'),
     import('../demo/verdict.ts'),
     import('../demo/pd.ts'),
+    import('./demo-pd-sim.ts'),
   ]);
   const workloads = await import('../workloads/registry.ts');
   return {
@@ -54,6 +56,7 @@ async function load() {
     ...chars,
     ...verdict,
     ...pd,
+    ...pdSim,
     ...workloads,
   };
 }

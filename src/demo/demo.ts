@@ -5,7 +5,6 @@ import type { Role } from '../core/types.ts';
 import type { GatewayMetrics } from '../gateway/metrics.ts';
 import { createGateway } from '../gateway/server.ts';
 import { percentiles } from '../report/stats.ts';
-import { resolveQueuePolicy } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import type { EngineCounters, FleetFactory } from './fleet.ts';
 
@@ -20,6 +19,8 @@ export interface DemoConfiguration {
   readonly fleet: string;
   /** Each replica's role, in the order the simulator numbers the shorthand's instances. */
   readonly roles: readonly Role[];
+  /** The engines' waiting-queue policy (the simulator's `auto` for the policy: fcfs for distserve). */
+  readonly queuePolicy: string;
 }
 
 export interface DemoOptions {
@@ -137,18 +138,16 @@ export async function runDemo(options: DemoOptions, listener: DemoListener = {})
       policy,
       fleet: `${options.replicas}M`,
       roles: Array.from({ length: options.replicas }, () => 'mixed' as const),
+      queuePolicy: 'lpm',
       pd: false,
     }));
   const schedule = Array.from({ length: repeats }, (_, r) =>
     configurations.map((configuration) => ({ configuration, run: r + 1 })),
   ).flat();
   for (const [index, { configuration, run }] of schedule.entries()) {
-    const { policy, roles } = configuration;
+    const { policy, roles, queuePolicy } = configuration;
     listener.started?.(configuration.name, run, index + 1, schedule.length);
-    const fleet = await options.fleet(roles.length, {
-      roles,
-      queuePolicy: resolveQueuePolicy('auto', policy),
-    });
+    const fleet = await options.fleet(roles.length, { roles, queuePolicy });
     try {
       const gateway = createGateway({
         createPolicy: () => createGlobalPolicy(policy, { costModel, seed: options.seed }),

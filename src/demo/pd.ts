@@ -1,13 +1,9 @@
 /**
  * `preble demo --pd`: colocated and disaggregated configurations on the same number of emulated GPUs,
- * the simulator's prediction for each, and the verdict on TTFT and TPOT.
+ * and the verdict (the simulator's prediction: src/cli/demo-pd-sim.ts) on TTFT and TPOT.
  */
-import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet, parseFleetShorthand } from '../core/fleet/index.ts';
-import { isDisaggregatedPolicyName, parsePolicyList } from '../core/policies/registry.ts';
-import { defaultChunkedPrefillTokens } from '../engine/options.ts';
-import { fleetRun, runSimulation, type SimReport } from '../sim/run.ts';
-import type { WorkloadRequest } from '../workloads/types.ts';
+import { isDisaggregatedPolicyName, parsePolicyList, policyEntry } from '../core/policies/registry.ts';
 import type { DemoConfiguration, DemoResult } from './demo.ts';
 
 /**
@@ -49,41 +45,10 @@ export function parsePdConfigurations(list: string, replicas: number, model: str
         policy: policy!,
         fleet: fleetText.toUpperCase(),
         roles,
+        // As the simulator's 'auto' (sim/run.ts resolveQueuePolicy), so the prediction runs the same queues.
+        queuePolicy: policyEntry(policy!).engineQueuePolicy ?? 'lpm',
       };
     });
-}
-
-export interface PdSimInput {
-  readonly workload: string;
-  readonly rps: number;
-  readonly requests: readonly WorkloadRequest[];
-  /** The emulated replicas' cost-model preset. */
-  readonly model: string;
-  readonly seed: number;
-}
-
-/**
- * What `preble sim` predicts for a configuration on the same stream: the same fleet (`--fleet`
- * shorthand), every link the `emulated` class the decode engines' `--kv-link` defaults to (25 GB/s,
- * serialized: the engine waits the whole transfer before adopting), the engines' own chunk budget
- * (they have no DistServe L_m batching) and the queue policy the demo starts them with.
- */
-export function pdSimulation(configuration: DemoConfiguration, input: PdSimInput): SimReport {
-  const fleet = buildFleet({
-    ...parseFleetShorthand(configuration.fleet, input.model),
-    network: 'emulated',
-    nodeLink: 'emulated',
-  });
-  return runSimulation({
-    policy: configuration.policy,
-    workload: input.workload,
-    rps: input.rps,
-    costModel: costModelPreset(input.model),
-    requests: () => input.requests,
-    seed: input.seed,
-    chunkTokens: defaultChunkedPrefillTokens,
-    ...fleetRun(fleet),
-  }).report;
 }
 
 /** One configuration over its runs, in the verdict. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type PdRunFigures, parsePdConfigurations, pdSimulation, pdVerdict } from '../../src/demo/pd.ts';
+import { pdSimulation } from '../../src/cli/demo-pd-sim.ts';
+import { type PdRunFigures, parsePdConfigurations, pdVerdict } from '../../src/demo/pd.ts';
 import { sharedPrefixRequests } from '../../src/demo/shared-prefix.ts';
 
 const p = (mean: number) => ({ mean, p50: mean, p90: mean, p99: mean });
@@ -72,9 +73,11 @@ test('configurations: POLICY@FLEET with roles in the simulator order, refused mi
     policy: 'e2-plus',
     fleet: '4M',
     roles: ['mixed', 'mixed', 'mixed', 'mixed'],
+    queuePolicy: 'lpm',
   });
   assert.equal(distserve!.name, 'distserve@2P2D');
   assert.deepEqual(distserve!.roles, ['prefill', 'prefill', 'decode', 'decode']);
+  assert.equal(distserve!.queuePolicy, 'fcfs');
   assert.deepEqual(mixed!.roles, ['prefill', 'decode', 'mixed', 'mixed']);
   assert.deepEqual(bare!.roles, ['mixed', 'mixed', 'mixed']);
   assert.throws(() => parsePdConfigurations('e2@2P2D', 4, 'mistral-7b-a6000'), /e2 is colocated/);
