@@ -220,7 +220,7 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
 function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
   if (flags.real === true)
     throw new Error(
-      '--pd --real: real PD needs llama.cpp replicas that move KV slots between them (issue 13, not built yet); run --pd on emulated replicas',
+      "--pd --real: not wired yet (the gateway moves llama.cpp slots, but the demo's llama.cpp fleet starts mixed replicas only); run --pd on emulated replicas",
     );
   const {
     createWorkload,

@@ -11,7 +11,10 @@ interface ModelFlags {
 }
 
 interface StartFlags {
-  count: number;
+  count?: number;
+  prefill?: number;
+  decode?: number;
+  slotSavePath?: string;
   preset: LlamaPresetName;
   seed: number;
   model?: string;
@@ -61,7 +64,17 @@ export function registerReplicas(program: Command): void {
   replicas
     .command('start')
     .description('start N llama-server replicas and run until SIGTERM or SIGINT')
-    .requiredOption('--count <n>', 'number of replicas', positiveInt)
+    .option('--count <n>', 'number of (mixed) replicas', positiveInt)
+    .option(
+      '--prefill <n>',
+      'prefill replicas for prefill/decode disaggregation (with --decode; they share --slot-save-path)',
+      positiveInt,
+    )
+    .option('--decode <n>', 'decode replicas for prefill/decode disaggregation (with --prefill)', positiveInt)
+    .option(
+      '--slot-save-path <dir>',
+      'directory every replica saves and restores slots in (--slot-save-path; default with --prefill: a fresh temporary one)',
+    )
     .option('--preset <name>', 'generated model size when --model is not given', preset, 'small')
     .option('--seed <s>', "generated model's seed", nonNegativeInt, 0)
     .option('--model <file>', 'a GGUF model to serve instead of a generated one')
@@ -86,25 +99,49 @@ async function modelPath(flags: StartFlags): Promise<string> {
 }
 
 async function startReplicas(flags: StartFlags): Promise<void> {
+  const pd = flags.prefill !== undefined || flags.decode !== undefined;
+  if (pd && (flags.prefill === undefined || flags.decode === undefined))
+    throw new Error('--prefill and --decode go together');
+  if (pd && flags.count !== undefined) throw new Error('--count or --prefill/--decode, not both');
+  if (!pd && flags.count === undefined) throw new Error('give --count, or --prefill and --decode');
   const model = await modelPath(flags); // first: a bad --model should fail before a long build
-  const [{ ensureLlamaServer }, { startLlamaReplicas }] = await Promise.all([
+  const [{ ensureLlamaServer }, { startLlamaReplicas, startLlamaPdReplicas }] = await Promise.all([
     import('../real/llama-build.ts'),
     import('../real/replicas.ts'),
   ]);
   const binary = await ensureLlamaServer({ onProgress: progress });
-  const fleet = await startLlamaReplicas({
+  const common = {
     binary,
     model,
-    count: flags.count,
     threads: flags.threads,
     slots: flags.slots,
     ctx: flags.ctx,
     cacheRamMiB: flags.cacheRam,
     host: flags.host,
-  });
-  fleet.urls.forEach((url, i) => {
-    process.stdout.write(`replica ${i} listening on ${url}\n`);
-  });
+    ...(flags.slotSavePath === undefined ? {} : { slotSavePath: flags.slotSavePath }),
+  };
+  let fleet: import('../real/replicas.ts').LlamaReplicas;
+  if (pd) {
+    const pdFleet = await startLlamaPdReplicas({ ...common, prefill: flags.prefill!, decode: flags.decode! });
+    fleet = pdFleet;
+    pdFleet.prefillUrls.forEach((url, i) => {
+      process.stdout.write(`prefill replica ${i} listening on ${url}\n`);
+    });
+    pdFleet.decodeUrls.forEach((url, i) => {
+      process.stdout.write(`decode replica ${i} listening on ${url}\n`);
+    });
+    process.stdout.write(`slot save path ${pdFleet.slotSavePath}\n`);
+    const urls = [
+      ...pdFleet.prefillUrls.map((u) => `--prefill ${u}`),
+      ...pdFleet.decodeUrls.map((u) => `--decode ${u}`),
+    ];
+    process.stdout.write(`gateway: preble serve --policy distserve --dialect llamacpp ${urls.join(' ')}\n`);
+  } else {
+    fleet = await startLlamaReplicas({ ...common, count: flags.count! });
+    fleet.urls.forEach((url, i) => {
+      process.stdout.write(`replica ${i} listening on ${url}\n`);
+    });
+  }
   process.stdout.write('ready\n');
   await new Promise<void>((done) => {
     const stop = (signal: NodeJS.Signals) => {

@@ -19,7 +19,7 @@ export function llamaFleet(options: LlamaFleetOptions): FleetFactory {
   return async (count, layout) => {
     if (layout?.roles.some((r) => r !== 'mixed'))
       throw new Error(
-        'llama.cpp replicas run whole requests here: prefill/decode roles need the slot-moving PD protocol (issue 13)',
+        "the demo's llama.cpp fleet starts mixed replicas only (prefill/decode ones need a shared --slot-save-path: src/real/replicas.ts startLlamaPdReplicas)",
       );
     const replicas = await startLlamaReplicas({
       binary: options.binary,

@@ -21,7 +21,42 @@ import { errorBody, HttpError } from './errors.ts';
  *   transfer time of the KV over its link (src/core/fleet/kv-link.ts) and adopts the request
  *   (`Engine.adopt`): it reports the whole prompt as cached and computes none of it.
  * KV that nobody pulls is released after `holdSeconds` (vLLM: VLLM_NIXL_ABORT_REQUEST_TIMEOUT).
+ *
+ * And SGLang-style (its router's PD mode, `sglang.srt.disaggregation.mini_lb`): the same request,
+ * with `bootstrap_host`, `bootstrap_port` (the prefill engine's bootstrap server) and a random
+ * `bootstrap_room`, goes to the prefill and the decode engine together. Here the bootstrap server is
+ * the engine's HTTP port (`GET /get_server_info` says `disaggregation_bootstrap_port`, as SGLang's
+ * does): the prefill engine holds the KV under the room, and the decode engine pulls it with
+ * `POST http://bootstrap_host:bootstrap_port/_preble/kv/room/<room>/pull`, which waits for the
+ * prefill to get there (the two requests race), then adopts it as above.
  */
+
+/** SGLang's PD fields of a request. */
+export const bootstrapSchema = {
+  bootstrap_host: z.string().nullish(),
+  bootstrap_port: z.number().int().min(1).max(65535).nullish(),
+  bootstrap_room: z.number().int().min(0).nullish(),
+};
+
+export interface Bootstrap {
+  readonly host: string;
+  readonly port: number;
+  readonly room: number;
+}
+
+/** The bootstrap fields of a request, when it has a room (host and port default to this engine's). */
+export function bootstrapOf(body: {
+  bootstrap_host?: string | null | undefined;
+  bootstrap_port?: number | null | undefined;
+  bootstrap_room?: number | null | undefined;
+}): Bootstrap | undefined {
+  if (body.bootstrap_room == null) return undefined;
+  return {
+    host: body.bootstrap_host ?? '127.0.0.1',
+    port: body.bootstrap_port ?? 0,
+    room: body.bootstrap_room,
+  };
+}
 
 /** The `kv_transfer_params` of a request or a prefill's answer (unknown fields pass through). */
 export const kvTransferParamsSchema = z
@@ -59,6 +94,8 @@ interface Held {
 export class KvHolder {
   readonly engineId = `preble-${randomUUID()}`;
   private readonly held = new Map<string, Held>();
+  /** Decode engines waiting for a room's KV (the SGLang-style legs race). */
+  private readonly waiting = new Map<string, Set<() => void>>();
   /** Where the decode side pulls from: the server's bound address, set once it listens. */
   address: { host: string; port: number } | undefined;
 
@@ -89,6 +126,42 @@ export class KvHolder {
     };
   }
 
+  /** Hold a prefill leg's KV under an SGLang bootstrap room (nothing to name in the answer). */
+  holdRoom(room: number, kv: EngineKvReady): undefined {
+    const key = roomKey(room);
+    const timer = setTimeout(() => this.release(key), this.holdSeconds * 1000);
+    timer.unref();
+    this.held.set(key, { kv, timer });
+    for (const wake of this.waiting.get(key) ?? []) wake();
+    return undefined;
+  }
+
+  /** The decode side takes a room's KV, waiting up to `waitMs` for its prefill to get there. */
+  async takeRoom(room: number, waitMs: number, signal: AbortSignal): Promise<PulledKv | undefined> {
+    const key = roomKey(room);
+    if (!this.held.has(key)) {
+      let wake = () => {};
+      const arrived = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      const set = this.waiting.get(key) ?? new Set();
+      set.add(wake);
+      this.waiting.set(key, set);
+      const timer = setTimeout(wake, waitMs);
+      const onAbort = () => wake();
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        await arrived;
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        set.delete(wake);
+        if (set.size === 0) this.waiting.delete(key);
+      }
+    }
+    return this.take(key);
+  }
+
   /** The decode side takes the KV: it leaves this engine (its prompt stays cached here). */
   take(id: string): PulledKv | undefined {
     const h = this.held.get(id);
@@ -117,6 +190,18 @@ export class KvHolder {
   }
 }
 
+function roomKey(room: number): string {
+  return `room:${room}`;
+}
+
+const kvNotFound = (what: string) =>
+  errorBody(
+    `no KV held for ${what} (pulled, released or never here)`,
+    'invalid_request_error',
+    null,
+    'kv_not_found',
+  );
+
 /** POST /_preble/kv/:id/pull on a prefill-role engine. */
 export function kvPullRoute(app: FastifyInstance, holder: KvHolder): void {
   app.post('/_preble/kv/:id/pull', async (request, reply) => {
@@ -135,7 +220,26 @@ export function kvPullRoute(app: FastifyInstance, holder: KvHolder): void {
         );
     return pulled;
   });
+  // SGLang-style: by bootstrap room, waiting for the prefill (the decode request was sent with it).
+  app.post('/_preble/kv/room/:room/pull', async (request, reply) => {
+    const room = Number((request.params as { room: string }).room);
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.on('close', onClose);
+    try {
+      const pulled = Number.isSafeInteger(room)
+        ? await holder.takeRoom(room, ROOM_WAIT_MS, gone.signal)
+        : undefined;
+      if (pulled === undefined) return reply.code(404).send(kvNotFound(`bootstrap room ${room}`));
+      return pulled;
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  });
 }
+
+/** How long a decode engine waits for its room's prefill (SGLang: SGLANG_DISAGGREGATION_WAITING_TIMEOUT). */
+const ROOM_WAIT_MS = 300_000;
 
 /** The decode side: pull the KV named by the params, then wait its transfer time over the link. */
 export class KvPuller {
@@ -168,10 +272,56 @@ export class KvPuller {
         'kv_transfer_params',
         'invalid_value',
       );
+    return this.pullFrom(
+      host,
+      port,
+      encodeURIComponent(id),
+      id,
+      params.remote_engine_id,
+      promptTokens,
+      signal,
+    );
+  }
+
+  /** SGLang-style: pull the KV of a bootstrap room from the prefill engine's bootstrap address. */
+  async pullRoom(
+    bootstrap: Bootstrap,
+    promptTokens: number,
+    signal: AbortSignal,
+  ): Promise<PulledKv & { wallSeconds: number }> {
+    if (bootstrap.port === 0)
+      throw new HttpError(
+        400,
+        'bootstrap_port: needed with bootstrap_room',
+        'bootstrap_port',
+        'invalid_value',
+      );
+    const room = String(bootstrap.room);
+    return this.pullFrom(
+      bootstrap.host,
+      bootstrap.port,
+      `room/${room}`,
+      `room ${room}`,
+      null,
+      promptTokens,
+      signal,
+    );
+  }
+
+  private async pullFrom(
+    host: string,
+    port: number,
+    path: string,
+    id: string,
+    engineId: string | null | undefined,
+    promptTokens: number,
+    signal: AbortSignal,
+  ): Promise<PulledKv & { wallSeconds: number }> {
+    const params = { remote_engine_id: engineId };
     const shownHost = host.includes(':') ? `[${host}]` : host;
     let res: Response;
     try {
-      res = await fetch(`http://${shownHost}:${port}/_preble/kv/${encodeURIComponent(id)}/pull`, {
+      res = await fetch(`http://${shownHost}:${port}/_preble/kv/${path}/pull`, {
         method: 'POST',
         signal,
       });

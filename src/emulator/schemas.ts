@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { chatMessageSchema, stopSchema } from '../text/chat-content.ts';
-import { kvTransferParamsSchema } from './pd.ts';
+import { bootstrapSchema, kvTransferParamsSchema } from './pd.ts';
 
 export const MAX_TOKENS_LIMIT = 4096;
 export const DEFAULT_MAX_TOKENS = 16;
@@ -21,6 +21,8 @@ export const completionSchema = z.object({
   stop: stopSchema,
   /** Prefill/decode disaggregation, vLLM-style (see pd.ts). */
   kv_transfer_params: kvTransferParamsSchema,
+  /** Prefill/decode disaggregation, SGLang-style (see pd.ts). */
+  ...bootstrapSchema,
 });
 export type CompletionBody = z.infer<typeof completionSchema>;
 
@@ -35,6 +37,8 @@ export const chatSchema = z.object({
   stop: stopSchema,
   /** Prefill/decode disaggregation, vLLM-style (see pd.ts). */
   kv_transfer_params: kvTransferParamsSchema,
+  /** Prefill/decode disaggregation, SGLang-style (see pd.ts). */
+  ...bootstrapSchema,
 });
 export type ChatBody = z.infer<typeof chatSchema>;
 

@@ -170,6 +170,12 @@ export function createEngineServer(options: EngineServerOptions = {}): EngineSer
   });
   infoRoutes(app, ctx, registry);
   if (kvHolder !== undefined) kvPullRoute(app, kvHolder);
+  // SGLang's server info, as its router reads it: the role and the prefill's bootstrap port (here the
+  // HTTP port itself: the room pull route lives on it).
+  app.get('/get_server_info', async () => ({
+    disaggregation_mode: role === 'mixed' ? 'null' : role,
+    disaggregation_bootstrap_port: kvHolder?.address?.port ?? null,
+  }));
   if (options.faultAdmin === true) faultAdminRoutes(app, faults);
   // Hung and stalled requests never end by themselves: close them instead of waiting out the grace.
   app.addHook('preClose', (done) => {

@@ -103,6 +103,12 @@ export class GatewayMetrics {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
     registers: [this.registry],
   });
+  readonly pdRecomputes = new Counter({
+    name: 'preble_pd_recomputes_total',
+    help: 'Prefill/decode disaggregation: decode legs that computed the prompt themselves because the KV could not be handed off (llama.cpp: slot save or restore failed), by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly pdLegRetries = new Counter({
     name: 'preble_pd_leg_retries_total',
     help: 'Prefill/decode disaggregation: legs run again, by leg (prefill: on another prefill replica or because the KV was gone; decode: with the same KV)',

@@ -22,24 +22,34 @@ import {
   isUndiciTimeout,
   upstreamMessage,
 } from './forward.ts';
+import { kvTransferParams } from './pd-kv-params.ts';
+import { llamacppSlots } from './pd-llamacpp.ts';
+import type { PdProtocol, PdSession } from './pd-protocol.ts';
+import { sglangBootstrap } from './pd-sglang.ts';
 import type { Replica } from './replicas.ts';
+
+export { prefillBody } from './pd-kv-params.ts';
 
 /**
  * Prefill/decode disaggregation: one try of a request whose route decision has a decode leg
  * (`decision.decode`), in two legs (docs/gateway.md, "Prefill/decode disaggregation"):
  *
- * 1. The prefill leg on `decision.instance`, vLLM-style: the client's body with `max_tokens: 1`,
- *    `stream: false` and `kv_transfer_params: {do_remote_decode: true}`; the answer's
- *    `kv_transfer_params` say where the KV is held. Its own timeout (`timeouts.prefillSeconds`).
+ * 1. The prefill leg on `decision.instance`: the client's body with one token, not streamed, as the
+ *    prefill replica's PD protocol shapes it (`pdProtocolOf`: vLLM-style `kv_transfer_params` in
+ *    pd-kv-params.ts, llama.cpp's slot save/restore in pd-llamacpp.ts), then the hand-off it reads
+ *    from the answer (or runs: a slot save). Its own timeout (`timeouts.prefillSeconds`).
  * 2. The decode replica: `decision.decode`, or `routeDecode` when it is `'at-kv-ready'`.
- * 3. The decode leg: the client's body with those `kv_transfer_params`, forwarded (and streamed or
- *    gathered) by the one-leg `forward`, with its timeouts.
+ * 3. The decode leg: the protocol brings the KV there (vLLM: the params; llama.cpp: a slot restore)
+ *    and the body is forwarded (and streamed or gathered) by the one-leg `forward`, with its timeouts.
  *
  * The policy hears, in the contract's order: requestStarted and requestFirstToken when the prefill
  * leg answers (its one token is the request's first), kvReady, routeDecode, kvArrived at the decode
  * leg's first token, then requestFinished or requestFailed, exactly once per try. Failures:
- * - the prefill leg fails (fault, 5xx, timeout, no kv_transfer_params): the try fails and is
- *   retryable, avoiding that prefill replica (the caller routes again);
+ * - the prefill leg fails (fault, 5xx, timeout, no kv_transfer_params, no slot list): the try fails
+ *   and is retryable, avoiding that prefill replica (the caller routes again);
+ * - the hand-off fails after a good prefill (llama.cpp: the slot save or restore), or the decode
+ *   replica speaks another protocol: the decode replica computes the prompt itself (colocated),
+ *   counted in preble_pd_recomputes_total;
  * - the decode leg fails before anything reached the client: it runs again with the same KV (on the
  *   replica `routeDecode` picks, or the same one), up to `retries.attempts` times; when the decode
  *   replica says the KV is gone (`kv_transfer_failed`), the try fails and is retryable without
@@ -66,11 +76,29 @@ export async function forwardDisaggregated(
     );
     return { kind: 'answered', ok: false };
   }
-  const leg = await prefillLeg(a, reply, ctx, journey);
+  const protocol = pdProtocolOf(prefill);
+  const session = protocol.open(a);
+  try {
+    return protocol.concurrent === true
+      ? await concurrentLegs(a, reply, ctx, journey, session)
+      : await twoLegs(a, reply, ctx, journey, session);
+  } finally {
+    session.close();
+  }
+}
+
+async function twoLegs(
+  a: Attempt,
+  reply: FastifyReply,
+  ctx: ForwardContext & { readonly retries: { readonly attempts: number; readonly backoffSeconds: number } },
+  journey: Journey,
+  session: PdSession,
+): Promise<AttemptOutcome> {
+  const prefill = a.replica;
+  const leg = await prefillLeg(a, reply, ctx, journey, session);
   if (leg.kind !== 'ready') return leg.outcome;
-  const { params } = leg;
   let now = ctx.now();
-  a.policy.kvReady?.(a.id, prefill.id, a.tokens, now);
+  journey.kvReady(prefill.id, a.tokens, now);
   const pickDecode = (): InstanceId | undefined => {
     if (a.decision.decode !== 'at-kv-ready') return a.decision.decode;
     try {
@@ -102,11 +130,24 @@ export async function forwardDisaggregated(
         avoid: false,
       };
     }
+    let plan: Awaited<ReturnType<PdSession['decodeRequest']>>;
+    try {
+      plan = await session.decodeRequest(decode, a.cancel);
+    } catch {
+      journey.failed(ctx.now());
+      return { kind: 'cancelled' };
+    }
+    reply.raw.setHeader('x-preble-pd-handoff', plan.handOff);
+    if (plan.handOff === 'recompute') ctx.metrics.pdRecomputes.inc({ reason: plan.reason ?? 'unknown' });
+    if (plan.detail !== undefined)
+      reply.raw.setHeader('x-preble-pd-recompute', plan.detail.slice(0, 200).replace(/[^\x20-\x7e]/g, ' '));
+    if (plan.transferSeconds !== undefined)
+      ctx.metrics.pdTransfer.observe(plan.transferSeconds * ctx.timeScale);
     const dispatched = ctx.now();
     const outcome = await forward(
       {
         ...a,
-        body: { ...a.body, kv_transfer_params: params },
+        body: plan.body as Attempt['body'],
         policy: journey.decodeLegPolicy(),
         // matchedTokens 0: the decode replica's cached count tells nothing of evictions.
         decision: { ...a.decision, instance: decodeId, matchedTokens: 0 },
@@ -121,7 +162,7 @@ export async function forwardDisaggregated(
       },
       reply,
       ctx,
-    );
+    ).finally(() => plan.release());
     now = ctx.now();
     if (outcome.kind === 'answered') {
       // Finished (the wrapper told the policy) or ended by an error: either way exactly once.
@@ -144,9 +185,112 @@ export async function forwardDisaggregated(
   return { ...last!, avoid: false };
 }
 
-type PrefillResult =
-  | { readonly kind: 'ready'; readonly params: Record<string, unknown> }
-  | { readonly kind: 'done'; readonly outcome: AttemptOutcome };
+/**
+ * Both legs at once (SGLang: the engines meet through the prefill's bootstrap server, so the decode
+ * replica must be named at dispatch; `routeDecode` is asked then, before `kvReady`, the one change to
+ * the contract's order). The prefill leg's answer is dropped once read; the decode leg is the client's.
+ * Failures: the prefill leg fails -> the decode leg is aborted and the try is retried avoiding that
+ * prefill replica; the decode leg fails before the first byte -> the prefill leg is aborted (its KV
+ * waits for that decode request alone) and the try is retried, prefill included; the client leaves ->
+ * both are aborted.
+ */
+async function concurrentLegs(
+  a: Attempt,
+  reply: FastifyReply,
+  ctx: ForwardContext,
+  journey: Journey,
+  session: PdSession,
+): Promise<AttemptOutcome> {
+  const prefill = a.replica;
+  let decodeId: InstanceId | undefined;
+  if (a.decision.decode !== 'at-kv-ready') decodeId = a.decision.decode;
+  else
+    try {
+      decodeId = a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now());
+    } catch {
+      decodeId = undefined; // no decode replica in the view
+    }
+  const decode = decodeId === undefined ? undefined : ctx.replicas.get(decodeId);
+  if (decode === undefined || decodeId === undefined) {
+    journey.failed(ctx.now());
+    return {
+      kind: 'retryable',
+      status: 503,
+      message: 'no decode replica is available',
+      code: 'no_replica',
+      avoid: false,
+    };
+  }
+  const stopPrefill = new AbortController();
+  const stopDecode = new AbortController();
+  const prefillCancel = AbortSignal.any([a.cancel, stopPrefill.signal]);
+  const decodeCancel = AbortSignal.any([a.cancel, stopDecode.signal]);
+  const dispatched = ctx.now();
+  // The decode leg's first token means the prefill is done, whichever answer the gateway reads first.
+  const prefillDone = (now: number) => {
+    journey.prefilled(now, dispatched, undefined, ctx.timeScale);
+    journey.kvReady(prefill.id, a.tokens, now);
+  };
+  const prefillRun = prefillLeg({ ...a, cancel: prefillCancel }, reply, ctx, journey, session).then((leg) => {
+    if (leg.kind === 'ready') prefillDone(ctx.now());
+    else if (!a.cancel.aborted) stopDecode.abort(new Error('the prefill leg failed'));
+    return leg;
+  });
+  const decodeRun = (async (): Promise<AttemptOutcome> => {
+    let plan: Awaited<ReturnType<PdSession['decodeRequest']>>;
+    try {
+      plan = await session.decodeRequest(decode, decodeCancel);
+    } catch {
+      return { kind: 'cancelled' };
+    }
+    reply.raw.setHeader('x-preble-pd-handoff', plan.handOff);
+    const sent = ctx.now();
+    return forward(
+      {
+        ...a,
+        cancel: decodeCancel,
+        body: plan.body as Attempt['body'],
+        policy: journey.decodeLegPolicy(),
+        decision: { ...a.decision, instance: decodeId, matchedTokens: 0 },
+        replica: decode,
+        onFirstToken: (t) => {
+          ctx.metrics.pdDecodeTtft.observe(t - sent);
+          prefillDone(t);
+          journey.arrived(decodeId, a.tokens, t);
+        },
+      },
+      reply,
+      ctx,
+    ).finally(() => plan.release());
+  })();
+  const decoded = await decodeRun;
+  if (decoded.kind !== 'answered') stopPrefill.abort(new Error('the decode leg ended'));
+  const leg = await prefillRun;
+  if (a.cancel.aborted) {
+    journey.failed(ctx.now());
+    return decoded.kind === 'answered' ? decoded : { kind: 'cancelled' };
+  }
+  if (decoded.kind === 'answered') {
+    journey.failed(ctx.now()); // no-op once finished
+    return decoded;
+  }
+  journey.failed(ctx.now());
+  // The prefill leg failed first: its outcome says why (retry avoiding that prefill replica).
+  if (leg.kind === 'done' && leg.outcome.kind !== 'cancelled') return leg.outcome;
+  if (decoded.kind === 'retryable') {
+    ctx.metrics.pdLegRetries.inc({ leg: 'prefill' });
+    return { ...decoded, avoid: false };
+  }
+  return {
+    kind: 'retryable',
+    status: 502,
+    message: 'the disaggregated legs failed',
+    code: 'replica_failed',
+    avoid: false,
+  };
+}
+
+type PrefillResult = { readonly kind: 'ready' } | { readonly kind: 'done'; readonly outcome: AttemptOutcome };
 
 /** The prefill leg: one non-streamed request for one token, whose answer names the held KV. */
 async function prefillLeg(
@@ -154,6 +298,7 @@ async function prefillLeg(
   reply: FastifyReply,
   ctx: ForwardContext,
   journey: Journey,
+  session: PdSession,
 ): Promise<PrefillResult> {
   const replica = a.replica;
   const label = String(replica.id);
@@ -171,11 +316,12 @@ async function prefillLeg(
     journey.failed(ctx.now());
   };
   try {
+    const leg = await session.prefillRequest(upstream.signal);
     const res = await replica.pool.request({
-      path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
+      path: leg.path,
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': a.id },
-      body: JSON.stringify(prefillBody(a.body)),
+      body: JSON.stringify(leg.body),
       signal: upstream.signal,
       headersTimeout: seconds * 1000,
       bodyTimeout: seconds * 1000,
@@ -198,21 +344,19 @@ async function prefillLeg(
       else sendError(reply, res.statusCode, upstreamMessage(text));
       return { kind: 'done', outcome: { kind: 'answered', ok: false } };
     }
-    let json: FinalReport & { kv_transfer_params?: unknown };
+    let json: FinalReport & Record<string, unknown>;
     try {
-      json = JSON.parse(text) as typeof json;
+      const parsed = JSON.parse(text) as unknown;
+      json = typeof parsed === 'object' && parsed !== null ? (parsed as typeof json) : {};
     } catch {
       json = {};
     }
-    const params = json.kv_transfer_params;
-    if (typeof params !== 'object' || params === null) {
+    const handOff = await session.handOff(json, upstream.signal);
+    if (a.cancel.aborted) throw a.cancel.reason;
+    if (handOff.kind === 'bad-prefill') {
       ctx.replicas.failed(replica);
       fail('replica_error');
-      return retryable(
-        502,
-        `prefill replica ${replica.url} answered without kv_transfer_params (is it started with a KV connector, or --role prefill?)`,
-        'replica_failed',
-      );
+      return retryable(502, `prefill replica ${replica.url} ${handOff.message}`, 'replica_failed');
     }
     clearTimeout(timer);
     ctx.replicas.succeeded(replica);
@@ -220,7 +364,7 @@ async function prefillLeg(
     const now = ctx.now();
     ctx.metrics.pdPrefill.observe(now - dispatched);
     journey.prefilled(now, dispatched, replica.dialect.prefillSeconds(json), ctx.timeScale);
-    return { kind: 'ready', params: params as Record<string, unknown> };
+    return { kind: 'ready' };
   } catch (error) {
     if (a.cancel.aborted) {
       fail('client_closed');
@@ -248,34 +392,14 @@ function retryable(status: number, message: string, code: string): PrefillResult
 }
 
 /**
- * The prefill leg's body, as vLLM's disaggregated proxy sends it: one token, not streamed, and
- * `kv_transfer_params` asking the engine to keep the KV for a remote decode.
- */
-export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const { stream_options: _so, min_tokens: _mt, min_completion_tokens: _mct, ...rest } = body;
-  return {
-    ...rest,
-    stream: false,
-    max_tokens: 1,
-    ...(body['max_completion_tokens'] === undefined ? {} : { max_completion_tokens: 1 }),
-    kv_transfer_params: {
-      do_remote_decode: true,
-      do_remote_prefill: false,
-      remote_engine_id: null,
-      remote_block_ids: null,
-      remote_host: null,
-      remote_port: null,
-    },
-  };
-}
-
-/**
  * One try's policy feedback across both legs, each call at most once and in the contract's order;
  * `failed` after `finished` (or a second `failed`) does nothing, so every path may call it.
  */
 class Journey {
   private ended = false;
   private kvArrived = false;
+  private wasPrefilled = false;
+  private wasKvReady = false;
 
   constructor(
     private readonly policy: GlobalPolicy,
@@ -289,9 +413,18 @@ class Journey {
     prefillWallSeconds: number | undefined,
     timeScale: number,
   ): void {
+    if (this.wasPrefilled || this.ended) return;
+    this.wasPrefilled = true;
     const started = Math.min(now, Math.max(dispatched, now - (prefillWallSeconds ?? 0) * timeScale));
     this.policy.requestStarted(this.id, started);
     this.policy.requestFirstToken(this.id, now);
+  }
+
+  /** The prefill's KV is ready on `prefill` (told once). */
+  kvReady(prefill: InstanceId, path: Tokens, now: number): void {
+    if (this.wasKvReady || this.ended) return;
+    this.wasKvReady = true;
+    this.policy.kvReady?.(this.id, prefill, path, now);
   }
 
   /** The decode leg's first token: the KV arrived there (told once, whatever retries came before). */
@@ -341,7 +474,9 @@ class Journey {
   }
 }
 
-/** Which replicas can take part in disaggregation (they speak vLLM's kv_transfer_params). */
-export function speaksKvTransfer(replica: Replica): boolean {
-  return replica.dialect.name === 'preble' || replica.dialect.name === 'vllm';
+/** The PD protocol of a prefill replica, by its dialect: llama.cpp moves slots, the others pass kv_transfer_params. */
+export function pdProtocolOf(prefill: Replica): PdProtocol {
+  if (prefill.dialect.name === 'llamacpp') return llamacppSlots;
+  if (prefill.dialect.name === 'sglang') return sglangBootstrap;
+  return kvTransferParams;
 }

@@ -22,6 +22,7 @@ import { KvEventSubscriber } from './kv-events.ts';
 import { pollLoad } from './load-poller.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { discoverModels } from './model-discovery.ts';
+import { pdDialectsProblem } from './pd-protocol.ts';
 import { Periodic, realInterval } from './periodic.ts';
 import { type ProxyContext, proxy } from './proxy.ts';
 import { type Replica, ReplicaSet } from './replicas.ts';
@@ -124,14 +125,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     options.replicas.map((s) => (typeof s === 'string' ? 'mixed' : (s.role ?? 'mixed'))),
   );
   if (problem !== undefined) throw new Error(problem);
-  for (const spec of options.replicas) {
-    if (typeof spec === 'string' || (spec.role ?? 'mixed') === 'mixed') continue;
-    const dialect = spec.dialect ?? 'preble';
-    if (dialect !== 'preble' && dialect !== 'vllm')
-      throw new Error(
-        `replica ${spec.url}: role ${spec.role} needs a dialect that speaks kv_transfer_params (preble or vllm); ${dialect} disaggregation is not implemented yet`,
-      );
-  }
+  const pdProblem = pdDialectsProblem(
+    options.replicas.flatMap((spec) =>
+      typeof spec === 'string' || (spec.role ?? 'mixed') === 'mixed'
+        ? []
+        : [{ url: spec.url, role: spec.role ?? 'mixed', dialect: spec.dialect ?? 'preble' }],
+    ),
+  );
+  if (pdProblem !== undefined) throw new Error(pdProblem);
   const metrics = new GatewayMetrics();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics.registry });
   const timeScale = options.timeScale ?? 1;

@@ -1,3 +1,6 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { freePort } from './free-port.ts';
 import { LlamaProcess } from './llama-process.ts';
 
@@ -20,6 +23,11 @@ export interface LlamaReplicaOptions {
   alias?: string;
   /** How long one replica may take to answer /health with 200. */
   startTimeoutMs?: number;
+  /**
+   * Where every replica saves and restores slots (--slot-save-path): the directory through which
+   * the gateway moves a prefilled slot from a prefill to a decode replica. Undefined: off.
+   */
+  slotSavePath?: string;
   /** More llama-server flags, appended as given. */
   extraArgs?: readonly string[];
   /** Every log line of every replica, with its index. */
@@ -66,6 +74,7 @@ export function llamaServerArgs(options: LlamaReplicaOptions, port: number): str
   if (options.slots !== undefined) args.push('-np', String(options.slots));
   if (options.ctx !== undefined) args.push('-c', String(options.ctx));
   if (options.alias !== undefined) args.push('-a', options.alias);
+  if (options.slotSavePath !== undefined) args.push('--slot-save-path', options.slotSavePath);
   return [...args, ...(options.extraArgs ?? [])];
 }
 
@@ -137,6 +146,59 @@ export async function startLlamaReplicas(options: LlamaReplicaOptions): Promise<
     },
     async stop(graceMs = 5000) {
       await Promise.all(procs.map((p) => p.stop(graceMs)));
+    },
+  };
+}
+
+export interface LlamaPdOptions extends Omit<LlamaReplicaOptions, 'count'> {
+  /** Prefill replicas (started first: indexes 0..prefill-1). */
+  prefill: number;
+  /** Decode replicas (indexes prefill..prefill+decode-1). */
+  decode: number;
+}
+
+export interface LlamaPdReplicas extends LlamaReplicas {
+  readonly prefillUrls: readonly string[];
+  readonly decodeUrls: readonly string[];
+  /** The slot directory every replica shares (created when not given, and then removed by stop). */
+  readonly slotSavePath: string;
+}
+
+/**
+ * Prefill and decode llama-server replicas for prefill/decode disaggregation: the same model and
+ * flags, and one `--slot-save-path` they all read and write (docs/real-engines.md). llama.cpp itself
+ * has no roles: the gateway gives them (`preble serve --prefill URL --decode URL --dialect llamacpp`).
+ */
+export async function startLlamaPdReplicas(options: LlamaPdOptions): Promise<LlamaPdReplicas> {
+  const { prefill, decode, ...rest } = options;
+  if (!Number.isInteger(prefill) || prefill < 1 || !Number.isInteger(decode) || decode < 1)
+    throw new Error('prefill and decode replicas: at least one of each');
+  const own = options.slotSavePath === undefined;
+  const dir = own ? await mkdtemp(join(tmpdir(), 'preble-slots-')) : resolve(options.slotSavePath!);
+  if (!own) await mkdir(dir, { recursive: true });
+  let fleet: LlamaReplicas;
+  try {
+    fleet = await startLlamaReplicas({ ...rest, count: prefill + decode, slotSavePath: dir });
+  } catch (error) {
+    if (own) await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    urls: fleet.urls,
+    get pids() {
+      return fleet.pids;
+    },
+    prefillUrls: fleet.urls.slice(0, prefill),
+    decodeUrls: fleet.urls.slice(prefill),
+    slotSavePath: dir,
+    kill: (index) => fleet.kill(index),
+    restart: (index) => fleet.restart(index),
+    async stop(graceMs) {
+      try {
+        await fleet.stop(graceMs);
+      } finally {
+        if (own) await rm(dir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -315,7 +315,7 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
           { url: 'http://127.0.0.1:1', role: 'prefill', dialect: 'sglang' },
           { url: 'http://127.0.0.1:2', role: 'decode' },
         ]),
-      /speaks kv_transfer_params/,
+      /need one protocol/,
     );
     assert.throws(
       () => parseGatewayConfig({ port: 0, policy: 'distserve', replicas: ['http://127.0.0.1:1'] }, 'gw.yaml'),

@@ -34,4 +34,17 @@ describe('preble replicas model', () => {
     assert.equal(r.code, 1);
     assert.equal(r.stderr.trim(), `preble: --model: no such file: ${missing}`);
   });
+
+  it('start takes --prefill and --decode together, not with --count', async () => {
+    const env = { env: { PREBLE_CACHE_DIR: join(dir, 'cache') } };
+    const alone = await runCli(['replicas', 'start', '--prefill', '1'], env);
+    assert.equal(alone.code, 1);
+    assert.match(alone.stderr, /--prefill and --decode go together/);
+    const both = await runCli(['replicas', 'start', '--count', '1', '--prefill', '1', '--decode', '1'], env);
+    assert.equal(both.code, 1);
+    assert.match(both.stderr, /--count or --prefill\/--decode, not both/);
+    const none = await runCli(['replicas', 'start'], env);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /give --count, or --prefill and --decode/);
+  });
 });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { request } from 'undici';
-import { llamaServerArgs, startLlamaReplicas } from '../../src/real/replicas.ts';
+import { llamaServerArgs, startLlamaPdReplicas, startLlamaReplicas } from '../../src/real/replicas.ts';
 import { writeFakeLlamaServer } from './fake-llama-server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'preble-replicas-'));
@@ -118,5 +118,39 @@ describe('startLlamaReplicas (fake llama-server)', () => {
       startLlamaReplicas({ binary: join(dir, 'nope'), model: 'm.gguf', count: 1 }),
       /replica 0: could not run .*nope: spawn .*ENOENT/,
     );
+  });
+});
+
+describe('startLlamaPdReplicas (fake llama-server)', () => {
+  it('starts prefill then decode replicas sharing one --slot-save-path, and removes the directory it made', async () => {
+    const fleet = await startLlamaPdReplicas({ binary, model: join(dir, 'pd.gguf'), prefill: 1, decode: 2 });
+    try {
+      assert.equal(fleet.prefillUrls.length, 1);
+      assert.equal(fleet.decodeUrls.length, 2);
+      assert.deepEqual([...fleet.prefillUrls, ...fleet.decodeUrls], fleet.urls);
+      assert.ok(existsSync(fleet.slotSavePath));
+      for (const url of fleet.urls) {
+        const args = JSON.parse(String(await status(url, '/args'))) as string[];
+        assert.equal(args[args.indexOf('--slot-save-path') + 1], fleet.slotSavePath);
+      }
+    } finally {
+      await fleet.stop();
+    }
+    assert.equal(existsSync(fleet.slotSavePath), false);
+    for (const pid of fleet.pids) assert.equal(alive(pid), false);
+  });
+
+  it('keeps a given slot directory', async () => {
+    const slots = join(dir, 'slots');
+    const fleet = await startLlamaPdReplicas({
+      binary,
+      model: join(dir, 'pd2.gguf'),
+      prefill: 1,
+      decode: 1,
+      slotSavePath: slots,
+    });
+    await fleet.stop();
+    assert.equal(fleet.slotSavePath, slots);
+    assert.ok(existsSync(slots));
   });
 });

@@ -3,6 +3,7 @@ import { encodeChars } from '../../text/chars-tokenizer.ts';
 import { renderChat } from '../../text/chat-template.ts';
 import type { ServerContext } from '../context.ts';
 import { parseBody } from '../errors.ts';
+import { bootstrapOf } from '../pd.ts';
 import { chatSchema, DEFAULT_MAX_TOKENS } from '../schemas.ts';
 import { checkModel, type ResponseFormat, runGeneration } from './generate.ts';
 
@@ -58,6 +59,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
       includeUsage: body.stream_options?.include_usage === true,
       format,
       kvTransfer: body.kv_transfer_params ?? undefined,
+      bootstrap: bootstrapOf(body),
     });
   });
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { encodeChars } from '../../text/chars-tokenizer.ts';
 import type { ServerContext } from '../context.ts';
 import { parseBody } from '../errors.ts';
+import { bootstrapOf } from '../pd.ts';
 import { completionSchema, DEFAULT_MAX_TOKENS } from '../schemas.ts';
 import { checkModel, type ResponseFormat, runGeneration } from './generate.ts';
 
@@ -51,6 +52,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
       includeUsage: body.stream_options?.include_usage === true,
       format,
       kvTransfer: body.kv_transfer_params ?? undefined,
+      bootstrap: bootstrapOf(body),
     });
   });
 }

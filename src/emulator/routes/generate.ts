@@ -6,7 +6,7 @@ import { stopStrings } from '../../text/chat-content.ts';
 import type { ServerContext } from '../context.ts';
 import type { FirstTokenTiming, RequestListener } from '../driver.ts';
 import { HttpError } from '../errors.ts';
-import type { KvTransferParams } from '../pd.ts';
+import type { Bootstrap, KvTransferParams } from '../pd.ts';
 import { type ChoicePlan, generatedText, generatedToken, planChoice } from '../text.ts';
 
 export interface Usage {
@@ -49,6 +49,8 @@ export interface GenerationJob {
   readonly format: ResponseFormat;
   /** Prefill/decode disaggregation (vLLM-style; pd.ts): what the request carries. */
   readonly kvTransfer?: KvTransferParams | undefined;
+  /** Prefill/decode disaggregation (SGLang-style; pd.ts): the bootstrap host, port and room. */
+  readonly bootstrap?: Bootstrap | undefined;
 }
 
 /** Puts choice `k`'s engine request in (a mixed engine submits it; a decode engine adopts its KV). */
@@ -80,11 +82,14 @@ function usageOf(finishes: readonly EngineFinish[]): Usage {
 export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: GenerationJob): Promise<unknown> {
   if (job.tokens.length === 0) throw new HttpError(400, 'the prompt is empty', 'prompt', 'invalid_value');
   const remote = job.kvTransfer;
+  const bootstrap = job.bootstrap;
+  if (ctx.role === 'prefill' && bootstrap !== undefined) return runPrefillLeg(ctx, reply, job, bootstrap);
+  if (ctx.role === 'decode' && bootstrap !== undefined) return runDecodeLeg(ctx, reply, job, { bootstrap });
   if (ctx.role === 'prefill') {
     if (remote?.do_remote_decode !== true)
       throw new HttpError(
         400,
-        'this is a prefill-role engine: it runs prompts for a decode engine (send kv_transfer_params: {do_remote_decode: true})',
+        "this is a prefill-role engine: it runs prompts for a decode engine (send kv_transfer_params: {do_remote_decode: true}, or SGLang's bootstrap_host, bootstrap_port and bootstrap_room)",
         'kv_transfer_params',
         'invalid_value',
       );
@@ -94,11 +99,11 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
     if (remote?.do_remote_prefill !== true)
       throw new HttpError(
         400,
-        "this is a decode-role engine: it continues requests prefilled elsewhere (send the prefill answer's kv_transfer_params, do_remote_prefill: true)",
+        "this is a decode-role engine: it continues requests prefilled elsewhere (send the prefill answer's kv_transfer_params, do_remote_prefill: true, or SGLang's bootstrap_host, bootstrap_port and bootstrap_room)",
         'kv_transfer_params',
         'invalid_value',
       );
-    return runDecodeLeg(ctx, reply, job, remote);
+    return runDecodeLeg(ctx, reply, job, { params: remote });
   }
   return generate(ctx, reply, job, (engineId, outputTokens, listener) =>
     ctx.driver.submit(engineId, job.tokens, outputTokens, listener, job.maxTokens),
@@ -110,7 +115,12 @@ export function runGeneration(ctx: ServerContext, reply: FastifyReply, job: Gene
  * for the decode engine, and the answer (one token, never streamed, as vLLM's proxy asks it) carries
  * the `kv_transfer_params` that say where to pull it from.
  */
-function runPrefillLeg(ctx: ServerContext, reply: FastifyReply, job: GenerationJob): Promise<unknown> {
+function runPrefillLeg(
+  ctx: ServerContext,
+  reply: FastifyReply,
+  job: GenerationJob,
+  bootstrap?: Bootstrap,
+): Promise<unknown> {
   if (job.choices !== 1)
     throw new HttpError(400, 'n: a prefill leg runs one choice', 'n', 'unsupported_value');
   if (job.stream)
@@ -150,7 +160,9 @@ function runPrefillLeg(ctx: ServerContext, reply: FastifyReply, job: GenerationJ
             }
             settled = true;
             reply.raw.off('close', onClose);
-            const kvTransferParams = holder.hold(kv);
+            // SGLang-style: held for the decode engine that asks by room; vLLM-style: named in the answer.
+            const kvTransferParams =
+              bootstrap === undefined ? holder.hold(kv) : holder.holdRoom(bootstrap.room, kv);
             const usage: Usage = {
               prompt_tokens: kv.promptTokens,
               completion_tokens: kv.generated,
@@ -162,7 +174,7 @@ function runPrefillLeg(ctx: ServerContext, reply: FastifyReply, job: GenerationJ
             ];
             resolve({
               ...(job.format.full(id, created, choices, usage) as object),
-              kv_transfer_params: kvTransferParams,
+              ...(kvTransferParams === undefined ? {} : { kv_transfer_params: kvTransferParams }),
               ...(timing === undefined ? {} : { preble_timing: timing }),
             });
           },
@@ -195,7 +207,7 @@ async function runDecodeLeg(
   ctx: ServerContext,
   reply: FastifyReply,
   job: GenerationJob,
-  params: KvTransferParams,
+  from: { readonly params: KvTransferParams } | { readonly bootstrap: Bootstrap },
 ): Promise<unknown> {
   if (job.choices !== 1)
     throw new HttpError(400, 'n: a decode leg runs one choice', 'n', 'unsupported_value');
@@ -204,7 +216,10 @@ async function runDecodeLeg(
   reply.raw.on('close', onClose);
   let pulled: Awaited<ReturnType<NonNullable<ServerContext['kvPuller']>['pull']>>;
   try {
-    pulled = await ctx.kvPuller!.pull(params, job.tokens.length, gone.signal);
+    pulled =
+      'bootstrap' in from
+        ? await ctx.kvPuller!.pullRoom(from.bootstrap, job.tokens.length, gone.signal)
+        : await ctx.kvPuller!.pull(from.params, job.tokens.length, gone.signal);
   } catch (error) {
     if (gone.signal.aborted) return undefined; // the client left: nobody to answer
     throw error;

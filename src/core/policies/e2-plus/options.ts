@@ -12,7 +12,7 @@ export interface E2PlusInstanceCost extends InstanceCost {
   readonly prefill: number;
   /** This request's decode at the instance's batch size, and what its decode adds to the others'. */
   readonly decode: number;
-  /** What the request's prefill delays the instance's running requests by (their count x P). */
+  /** What the request's prefill delays the instance's running requests by (their count, with those queued ahead, x P). */
   readonly interference: number;
   /** Recomputation that its predicted evictions would cost (E2's M). */
   readonly eviction: number;
@@ -32,6 +32,11 @@ export interface E2PlusOptions {
   readonly remainingPrefill: boolean;
   /** Charge what the request's prefill and decode cost the requests already running there (marginal latency). */
   readonly interference: boolean;
+  /**
+   * The prefill interference counts the requests queued ahead of this one with those decoding: they
+   * are prefilled first, so they decode by the time its prefill runs and it delays them too.
+   */
+  readonly aheadDecoding: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -57,6 +62,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
+  aheadDecoding: true,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

@@ -65,7 +65,8 @@ interface OutputStats {
  *   Q_i (prefill queued ahead) + P_i (r's prefill of its miss on i)
  *   + out x step_i(B_i + 1)                   r's own decode at i's batch size
  *   + w x B_i x out x (step(B_i+1) - step(B_i)) what r's decode slows the B_i others by
- *   + w x D_i x P_i                           what r's prefill delays the D_i decoding there by
+ *   + w x (D_i + A_i) x P_i                   what r's prefill delays the D_i decoding there by,
+ *                                             and the A_i queued ahead of it (decoding by then)
  *   + M_i                                     E2's eviction cost
  *
  * A burst on one prefix stays on its holder until the queue there costs more than recomputing the
@@ -165,7 +166,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-      interference = w * state.decoding * prefill;
+      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
+      const delayed =
+        state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
+      interference = w * delayed * prefill;
     }
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
@@ -200,13 +204,29 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (this.options.queueOrder === 'fcfs' && !remaining) return state.queuedPrefill;
     let ahead = 0;
     for (const f of state.queue) {
-      if (f.started) {
-        if (!this.options.startedAhead && this.options.queueOrder === 'lpm' && f.matched < matched) continue;
-        // An admitted prefill has been running since it started: only what is left of it is ahead.
-        ahead += remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
-      } else if (this.options.queueOrder === 'fcfs' || f.matched >= matched) ahead += f.queuedPrefill;
+      if (!this.isAhead(f, matched)) continue;
+      // An admitted prefill has been running since it started: only what is left of it is ahead.
+      ahead += f.started && remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
     }
     return ahead;
+  }
+
+  /**
+   * Requests queued ahead of a request with `matched` cached tokens, in the order of `queuedAhead`
+   * (admitted ones, and under lpm those with at least as many cached tokens): they decode by the time
+   * its prefill runs, so it delays them as it delays the instance's decoding requests.
+   */
+  private queuedAheadCount(state: InstanceState, matched: number): number {
+    let ahead = 0;
+    for (const f of state.queue) if (this.isAhead(f, matched)) ahead++;
+    return ahead;
+  }
+
+  /** Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`). */
+  private isAhead(f: Flight, matched: number): boolean {
+    const o = this.options;
+    if (o.queueOrder === 'fcfs' || f.matched >= matched) return true;
+    return f.started && o.startedAhead;
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */

@@ -54,7 +54,8 @@ test('fcfs queue order counts the whole queued prefill ahead, and the cheaper mi
   const p = plus(2, { queueOrder: 'fcfs' });
   route(p, seq(100, 0));
   const d = route(p, concat(seq(100, 0), seq(20, 500)));
-  close(cost(d, 0).total, 0.1 + 0.155, 'cost 0');
+  // The queued request is ahead: 0.1 s of queue, and r's P = 0.02 delays it once it decodes.
+  close(cost(d, 0).total, 0.1 + 0.155 + 0.02, 'cost 0');
   assert.equal(d.instance, 1);
   assert.equal(d.branch, 'explore');
 });
@@ -84,6 +85,23 @@ test('a burst on one prefix spreads once the holder costs more than recomputing 
   assert.ok(placed.includes(1), `the burst spills over: ${placed}`);
   const ones = placed.filter((i) => i === 1).length;
   assert.ok(ones < placed.length / 2 + 2, 'but the holder keeps its share');
+});
+
+test('the prefill delays the requests queued ahead of it as it delays those decoding (they decode by then)', () => {
+  for (const aheadDecoding of [true, false]) {
+    const p = plus(2, { aheadDecoding });
+    route(p, seq(100, 0)); // -> 0, queued, nothing cached
+    // On 0 the queued request is ahead (as many cached tokens: none): r's P = 0.05 delays it.
+    const r = route(p, seq(50, 5000));
+    close(cost(r, 0).interference, aheadDecoding ? 0.05 : 0, `ahead (aheadDecoding ${aheadDecoding})`);
+    close(cost(r, 1).interference, 0, 'idle instance');
+    assert.equal(r.instance, 1);
+    // A sibling of the first request: on 0 that one has fewer cached tokens and goes after it under
+    // lpm (not delayed by its prefill); on 1, r (nothing cached either) is ahead of its 0.12 s miss.
+    const s = route(p, concat(seq(100, 0), seq(20, 500)));
+    close(cost(s, 0).interference, 0, 'lpm: behind');
+    close(cost(s, 1).interference, aheadDecoding ? 0.12 : 0, 'r ahead on 1');
+  }
 });
 
 test('invalid queueOrder is refused', () => {
