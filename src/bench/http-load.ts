@@ -38,6 +38,8 @@ export interface HttpRecord {
   readonly cachedTokens: number;
   readonly outputTokens: number;
   readonly replica: string;
+  /** The prefill replica of a disaggregated request (`x-preble-prefill-replica`); '' when none. */
+  readonly prefillReplica: string;
 }
 
 interface Usage {
@@ -128,6 +130,7 @@ async function send(
     cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
     outputTokens: usage?.completion_tokens ?? 0,
     replica: String(res.headers['x-preble-replica'] ?? ''),
+    prefillReplica: String(res.headers['x-preble-prefill-replica'] ?? ''),
   };
 }
 
@@ -149,6 +152,7 @@ function failed(
     cachedTokens: 0,
     outputTokens: 0,
     replica: '',
+    prefillReplica: '',
   };
 }
 

@@ -21,6 +21,8 @@ async function load() {
     sim,
     chars,
     verdict,
+    pd,
+    pdSim,
   ] = await Promise.all([
     import('../core/cost-model/presets.ts'),
     import('../core/policies/registry.ts'),
@@ -35,6 +37,8 @@ async function load() {
     import('../sim/run.ts'),
     import('../text/chars-tokenizer.ts'),
     import('../demo/verdict.ts'),
+    import('../demo/pd.ts'),
+    import('./demo-pd-sim.ts'),
   ]);
   const workloads = await import('../workloads/registry.ts');
   return {
@@ -51,6 +55,8 @@ async function load() {
     ...sim,
     ...chars,
     ...verdict,
+    ...pd,
+    ...pdSim,
     ...workloads,
   };
 }
@@ -58,13 +64,14 @@ type Modules = Awaited<ReturnType<typeof load>>;
 
 interface DemoFlags {
   real?: boolean;
+  pd?: boolean;
   replicas?: number;
-  workload: string;
+  workload?: string;
   requests?: number;
   rps?: number;
   policy?: string;
   model: string;
-  timeScale: number;
+  timeScale?: number;
   seed: number;
   preset: string;
   slots: number;
@@ -80,6 +87,9 @@ const REAL_STREAM = { prefixes: 8, prefixChars: 1500, suffixChars: 40, outputTok
 const EMULATED_POLICIES = 'e2-plus,e2,cache-aware,least-load,round-robin';
 const REAL_POLICIES = 'e2-plus,e2,cache-aware,round-robin';
 
+/** `--pd`'s default configurations (src/demo/pd.ts PD_CONFIGURATIONS, kept here so --help loads nothing). */
+const PD_DEFAULT = 'e2-plus@4M,distserve@2P2D,prefix-pd@2P2D,prefix-pd@1P1D2M';
+
 /** The cost-model preset fitted to the CPU llama.cpp replicas (docs/results/calibration). */
 const REAL_COST_MODEL = 'llamacpp-small-cpu';
 
@@ -90,27 +100,38 @@ export function registerDemo(program: Command): void {
       'replicas + the gateway on local ports, a shared-prefix workload over real HTTP, policies compared',
     )
     .option('--real', 'real llama.cpp replicas (built once, cached) instead of emulated ones')
+    .option(
+      '--pd',
+      "prefill/decode disaggregation: colocated and disaggregated configurations (POLICY@FLEET) on the same GPUs, with TTFT, TPOT, the legs and the simulator's prediction (emulated replicas)",
+    )
     .option('--replicas <n>', 'replicas (default 4 emulated, 2 real)', positiveInt)
-    .option('--workload <name>', 'workload generator (emulated replicas)', 'video-qa')
-    .option('--requests <n>', 'requests per policy (default 300 emulated, 40 real)', positiveInt)
+    .option(
+      '--workload <name>',
+      'workload generator (emulated replicas; default video-qa, with --pd long shared documents and long answers)',
+    )
+    .option('--requests <n>', 'requests per policy (default 300 emulated, 200 --pd, 40 real)', positiveInt)
     .option(
       '--rps <r>',
-      "arrival rate in the replicas' seconds (default 6 emulated, 0.6 real)",
+      "arrival rate in the replicas' seconds (default 6 emulated, 4 --pd, 0.6 real)",
       positiveNumber,
     )
     .option(
       '--policy <list>',
-      `policies to compare, or 'all' (default ${EMULATED_POLICIES}; real: ${REAL_POLICIES})`,
+      `policies to compare, or 'all' (default ${EMULATED_POLICIES}; real: ${REAL_POLICIES}; --pd: POLICY@FLEET items, default ${PD_DEFAULT})`,
     )
     .option('--model <preset>', "emulated replicas' cost-model preset", 'mistral-7b-a6000')
-    .option('--time-scale <x>', 'emulated replicas run this much faster than real time', positiveNumber, 10)
+    .option(
+      '--time-scale <x>',
+      'emulated replicas run this much faster than real time (default 10; --pd 1: its two-leg streams load one process, and faster runs drift from the simulator on a busy machine)',
+      positiveNumber,
+    )
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--preset <size>', 'real: model size (tiny, small, medium)', 'small')
     .option('--slots <n>', 'real: slots per replica (-np)', positiveInt, 4)
     .option('--ctx <n>', 'real: KV context per replica (-c)', positiveInt, 16_384)
     .option(
       '--repeats <n>',
-      'runs of each policy; the verdict states their spread (default 2 emulated, 1 real)',
+      'runs of each policy; the verdict states their spread (default 2 emulated, 1 --pd and real)',
       positiveInt,
     )
     .option('--json', 'print one JSON object on stdout')
@@ -129,28 +150,31 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
   } = m;
   const { ensureLlamaServer, cachedModel, decodeChars, llamaFleet } = m;
   const seed = flags.seed;
+  if (flags.pd === true) return pdOptions(flags, m);
   if (flags.real !== true) {
+    const workload = flags.workload ?? 'video-qa';
+    const timeScale = flags.timeScale ?? 10;
     const requests = flags.requests ?? 300;
     const rps = flags.rps ?? 6;
     const replicas = flags.replicas ?? 4;
     const repeats = flags.repeats ?? 2;
     process.stderr.write(
-      `${replicas} emulated ${flags.model} replicas (${flags.timeScale}x real time) behind the gateway; ` +
-        `${requests} ${flags.workload} requests at ${rps} req/s per policy, ${repeats} run(s) each\n`,
+      `${replicas} emulated ${flags.model} replicas (${timeScale}x real time) behind the gateway; ` +
+        `${requests} ${workload} requests at ${rps} req/s per policy, ${repeats} run(s) each\n`,
     );
     return {
       replicas,
-      workload: flags.workload,
-      requests: [...createWorkload(flags.workload, { requests, rps, seed, instances: replicas })],
+      workload,
+      requests: [...createWorkload(workload, { requests, rps, seed, instances: replicas })],
       render: renderTokens,
       rps,
       policies: parsePolicyList(flags.policy ?? EMULATED_POLICIES),
       repeats,
       model: flags.model,
       costModel: flags.model,
-      timeScale: flags.timeScale,
+      timeScale,
       seed,
-      fleet: emulatedFleet(flags.model, flags.timeScale),
+      fleet: emulatedFleet(flags.model, timeScale),
     };
   }
   if (!isLlamaPreset(flags.preset))
@@ -192,6 +216,56 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
   };
 }
 
+/** `--pd`: the configurations on emulated replicas, one run each unless --repeats. */
+function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
+  if (flags.real === true)
+    throw new Error(
+      "--pd --real: not wired yet (the gateway moves llama.cpp slots, but the demo's llama.cpp fleet starts mixed replicas only); run --pd on emulated replicas",
+    );
+  const {
+    createWorkload,
+    renderTokens,
+    emulatedFleet,
+    sharedPrefixRequests,
+    parsePdConfigurations,
+    PD_STREAM,
+  } = m;
+  const seed = flags.seed;
+  const replicas = flags.replicas ?? 4;
+  const configurations = parsePdConfigurations(flags.policy ?? PD_DEFAULT, replicas, flags.model);
+  const count = flags.requests ?? 200;
+  const rps = flags.rps ?? 4;
+  const repeats = flags.repeats ?? 1;
+  const timeScale = flags.timeScale ?? 1;
+  const workload = flags.workload ?? 'shared-prefix';
+  const requests =
+    flags.workload === undefined
+      ? sharedPrefixRequests({ ...PD_STREAM, requests: count, rps, seed })
+      : [...createWorkload(flags.workload, { requests: count, rps, seed, instances: replicas })];
+  const gpus = [...new Set(configurations.map((c) => c.roles.length))].join(' or ');
+  process.stderr.write(
+    `${configurations.map((c) => c.name).join(', ')}: ${gpus} emulated ${flags.model} replicas each ` +
+      `(${timeScale}x real time, KV over the emulated 25 GB/s link) behind the gateway; ` +
+      `${count} ${workload === 'shared-prefix' ? `shared-prefix requests (${PD_STREAM.prefixes} ${PD_STREAM.prefixChars}-token documents, ${PD_STREAM.suffixChars}-token questions, ${PD_STREAM.outputTokens}-token answers)` : `${workload} requests`} ` +
+      `at ${rps} req/s, ${repeats} run(s) each\n`,
+  );
+  return {
+    replicas,
+    workload,
+    requests,
+    render: renderTokens,
+    rps,
+    policies: configurations.map((c) => c.policy),
+    configurations,
+    repeats,
+    model: flags.model,
+    costModel: flags.model,
+    timeScale,
+    seed,
+    fleet: emulatedFleet(flags.model, timeScale),
+  };
+}
+
 /** The simulator's prediction for the same stream on the same number of replicas (real runs). */
 function predictedMeanLatency(options: DemoOptions, policy: string, slots: number, m: Modules): number {
   const { runSimulation, costModelPreset } = m;
@@ -217,6 +291,7 @@ async function demo(flags: DemoFlags): Promise<void> {
   const m = await load();
   const options = await demoOptions(flags, m);
   const results = await m.runDemo(options, demoListener(options));
+  if (flags.pd === true) return pdReport(flags, options, results, m);
   const real = flags.real === true;
   const predicted = real
     ? new Map(options.policies.map((p) => [p, predictedMeanLatency(options, p, flags.slots, m)]))
@@ -254,7 +329,9 @@ function demoListener(options: DemoOptions): DemoListener {
       bar?.stop();
       bar = undefined;
       process.stderr.write(
-        `${r.policy} run ${r.run}: mean latency ${r.latency.mean.toFixed(2)} s, cached share ${r.cacheHitRate.toFixed(2)}, ${r.wallSeconds.toFixed(1)} s wall\n`,
+        r.pd === undefined
+          ? `${r.policy} run ${r.run}: mean latency ${r.latency.mean.toFixed(2)} s, cached share ${r.cacheHitRate.toFixed(2)}, ${r.wallSeconds.toFixed(1)} s wall\n`
+          : `${r.configuration} run ${r.run}: mean TTFT ${r.ttft.mean.toFixed(3)} s, TPOT ${(r.tpot.mean * 1000).toFixed(1)} ms, latency ${r.latency.mean.toFixed(2)} s, ${r.pd.disaggregated}/${r.completed} disaggregated, ${r.wallSeconds.toFixed(1)} s wall\n`,
       );
     },
   };
@@ -306,4 +383,86 @@ function demoTable(
       return row;
     }),
   );
+}
+
+/** `--pd`'s output: the table (or JSON) with the simulator's prediction beside each configuration, and the verdict. */
+function pdReport(flags: DemoFlags, options: DemoOptions, results: readonly DemoResult[], m: Modules): void {
+  const sims = new Map(
+    (options.configurations ?? []).map((c) => [
+      c.name,
+      m.pdSimulation(c, {
+        workload: options.workload,
+        rps: options.rps,
+        requests: options.requests,
+        model: options.costModel,
+        seed: options.seed,
+      }),
+    ]),
+  );
+  const verdict = m.pdVerdict(results);
+  if (flags.json) {
+    const out = results.map((r) => {
+      const sim = sims.get(r.configuration ?? '');
+      return {
+        ...r,
+        sim:
+          sim === undefined
+            ? undefined
+            : {
+                latency: sim.latency,
+                ttft: sim.ttft,
+                tpot: sim.tpot,
+                cacheHitRate: sim.cacheHitRate,
+                ...(sim.transfer === undefined ? {} : { transfer: sim.transfer }),
+                ...(sim.kvMoved === undefined ? {} : { kvMoved: sim.kvMoved }),
+                branches: sim.branches,
+              },
+      };
+    });
+    process.stdout.write(
+      `${JSON.stringify({ results: out, verdict: { ttftWinner: verdict.ttftWinner, tpotWinner: verdict.tpotWinner, summaries: verdict.summaries, lines: verdict.lines } })}\n`,
+    );
+    return;
+  }
+  const rows = results.map((r) => {
+    const sim = sims.get(r.configuration ?? '');
+    const leg = (x: number | undefined) => (x === undefined ? '-' : fixed(x, 3));
+    return [
+      r.configuration ?? r.policy,
+      String(r.run),
+      `${fixed(r.ttft.mean, 3)} / ${fixed(r.ttft.p50, 3)} / ${fixed(r.ttft.p99, 3)}`,
+      `${fixed(r.tpot.mean * 1000, 1)} / ${fixed(r.tpot.p50 * 1000, 1)} / ${fixed(r.tpot.p99 * 1000, 1)}`,
+      `${fixed(r.latency.mean, 2)} / ${fixed(r.latency.p99, 2)}`,
+      String(r.pd?.disaggregated ?? 0),
+      `${leg(r.pd?.prefillSeconds)} / ${leg(r.pd?.transferSeconds)} / ${leg(r.pd?.decodeTtftSeconds)}`,
+      leg(r.pd?.prefillQueueSeconds),
+      fixed(r.pd?.prefillCachedShare ?? r.cacheHitRate, 2),
+      sim === undefined
+        ? '-'
+        : `${fixed(sim.ttft.mean, 3)} / ${fixed(sim.tpot.mean * 1000, 1)} / ${fixed(sim.latency.mean, 2)}`,
+    ];
+  });
+  process.stdout.write(
+    `\n${textTable(
+      [
+        'configuration',
+        'run',
+        'ttft s mean/p50/p99',
+        'tpot ms mean/p50/p99',
+        'lat s mean/p99',
+        'disagg',
+        'prefill / xfer / decode-ttft s',
+        'mixed queue s',
+        'cached',
+        'sim ttft s / tpot ms / lat s',
+      ],
+      rows,
+    )}\n\n`,
+  );
+  process.stdout.write(
+    "Times are in the replicas' emulated seconds. disagg: requests whose prefill and decode replicas differ; " +
+      "prefill / xfer / decode-ttft: the gateway's per-leg means; mixed queue: waiting before admission on the mixed replicas (prefill-role engines do not report it); " +
+      'cached: cached share of the prompt tokens those replicas looked up. sim: preble sim on the same fleet, stream and link.\n',
+  );
+  process.stdout.write(`\n${verdict.lines.join('\n')}\n`);
 }

@@ -16,7 +16,11 @@ export interface LlamaFleetOptions {
  * the slots hold: the settings under which routing decides cache hits (docs/real-backend.md).
  */
 export function llamaFleet(options: LlamaFleetOptions): FleetFactory {
-  return async (count) => {
+  return async (count, layout) => {
+    if (layout?.roles.some((r) => r !== 'mixed'))
+      throw new Error(
+        "the demo's llama.cpp fleet starts mixed replicas only (prefill/decode ones need a shared --slot-save-path: src/real/replicas.ts startLlamaPdReplicas)",
+      );
     const replicas = await startLlamaReplicas({
       binary: options.binary,
       model: options.model,
@@ -29,6 +33,7 @@ export function llamaFleet(options: LlamaFleetOptions): FleetFactory {
     return {
       urls: replicas.urls,
       dialect: 'llamacpp',
+      roles: replicas.urls.map(() => 'mixed' as const),
       promptSeconds: () =>
         Promise.all(
           replicas.urls.map(async (url) => {
