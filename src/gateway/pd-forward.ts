@@ -122,13 +122,7 @@ async function twoLegs(
     const decode = decodeId === undefined ? undefined : ctx.replicas.get(decodeId);
     if (decode === undefined || decodeId === undefined) {
       journey.failed(ctx.now());
-      return {
-        kind: 'retryable',
-        status: 503,
-        message: 'no decode replica is available',
-        code: 'no_replica',
-        avoid: false,
-      };
+      return NO_DECODE_REPLICA;
     }
     let plan: Awaited<ReturnType<PdSession['decodeRequest']>>;
     try {
@@ -213,13 +207,7 @@ async function concurrentLegs(
   const decode = decodeId === undefined ? undefined : ctx.replicas.get(decodeId);
   if (decode === undefined || decodeId === undefined) {
     journey.failed(ctx.now());
-    return {
-      kind: 'retryable',
-      status: 503,
-      message: 'no decode replica is available',
-      code: 'no_replica',
-      avoid: false,
-    };
+    return NO_DECODE_REPLICA;
   }
   const stopPrefill = new AbortController();
   const stopDecode = new AbortController();
@@ -386,6 +374,15 @@ async function prefillLeg(
 }
 
 class PrefillTimeout extends Error {}
+
+/** No decode replica could take the KV: the try fails and may go again (the policy's view may change). */
+const NO_DECODE_REPLICA: AttemptOutcome = {
+  kind: 'retryable',
+  status: 503,
+  message: 'no decode replica is available',
+  code: 'no_replica',
+  avoid: false,
+};
 
 function retryable(status: number, message: string, code: string): PrefillResult {
   return { kind: 'done', outcome: { kind: 'retryable', status, message, code } };
