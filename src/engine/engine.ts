@@ -96,6 +96,8 @@ const NONE_READY: readonly EngineKvReady[] = Object.freeze([]);
  * 3. If no request was preempted this iteration, the queue policy selects waiting requests with the
  *    budget left, the free batch slots and `freeKvTokens` = free + evictable - reserves; they are
  *    admitted in its order: each pins its cached prefix and reserves its whole uncached part.
+ *    A policy with `preemptFor` (prompts first: splitwise-mixed) may first have decoding requests
+ *    preempted, by recomputation, so that a waiting prompt fits (`preemptForPrompt`).
  * 4. Duration = cost model's `iterationTime` of the batch (decodes: new 1, seq = KV after; prefill
  *    chunks: new = chunk, seq = position after; a fully cached prompt recomputes its last token).
  * 5. At the iteration's end: each prefill chunk's prompt tokens join the cache (shared at once);
@@ -338,7 +340,7 @@ export class Engine {
     const budget = this.continuePrefills();
     // As in vLLM, an iteration that had to preempt admits nobody (unless nothing is left running).
     if (this.waiting.length > 0 && (preempted.length === 0 || this.running.length === 0)) {
-      this.admit(now, budget, started, evictions);
+      this.admit(now, budget, started, evictions, preempted);
     }
 
     const batch = this.batch;
@@ -691,17 +693,26 @@ export class Engine {
   }
 
   /** Step 3: admissions, in the policy's order, with the prefill budget left. */
-  private admit(now: number, budget: number, started: EngineStart[], evictions: EngineEviction[]): void {
+  private admit(
+    now: number,
+    budget: number,
+    started: EngineStart[],
+    evictions: EngineEviction[],
+    preempted: string[],
+  ): void {
     const slots = this.maxRunning - this.running.length;
     if (slots <= 0 || budget < 1) return;
-    const free = this.freeTokens();
-    const ctx: QueueContext = {
+    let ctx: QueueContext = {
       now,
-      freeKvTokens: Math.max(0, free + this.cache.evictableTokens - this.reservedTokens),
+      freeKvTokens: this.admissibleTokens(),
       kvCapacityTokens: this.kvCapacityTokens,
       tokenBudget: budget,
       maxRequests: slots,
     };
+    if (this.queuePolicy.preemptFor !== undefined && this.preemptForPrompt(ctx, preempted)) {
+      ctx = { ...ctx, freeKvTokens: this.admissibleTokens() };
+    }
+    const free = this.freeTokens();
     const selected = this.queuePolicy.select(this.waiting, ctx);
     if (selected.length === 0) return;
 
@@ -767,6 +778,60 @@ export class Engine {
     while (prefix < admitted.length && w[prefix] === admitted[prefix]) prefix++;
     if (prefix === admitted.length) w.splice(0, prefix);
     else this.dropNotWaiting(w);
+  }
+
+  /** What admission may allocate: free + evictable - reserves (the policies' `freeKvTokens`). */
+  private admissibleTokens(): number {
+    return Math.max(0, this.freeTokens() + this.cache.evictableTokens - this.reservedTokens);
+  }
+
+  /**
+   * Step 3's prompts-first preemption (a policy with `preemptFor`): preempts the plan's victims, in
+   * order, by recomputation, until `freeKvTokens` reaches the plan's need, and none when even all of
+   * them would not free enough (counting only their private KV and reserves, a lower bound). Victims
+   * go back to the head of the waiting queue, the earliest admitted first. Returns whether any was.
+   */
+  private preemptForPrompt(ctx: QueueContext, preempted: string[]): boolean {
+    if (this.role === 'decode') return false;
+    const decoding: RequestState[] = [];
+    for (const r of this.running) if (r.phase === 'decode') decoding.push(r);
+    if (decoding.length === 0) return false;
+    const plan = this.queuePolicy.preemptFor!(this.waiting, decoding, ctx);
+    if (plan === undefined || ctx.freeKvTokens >= plan.kvTokens) return false;
+    const target = this.byId.get(plan.target.id);
+    if (target !== plan.target || target.phase !== 'waiting') {
+      throw new Error(
+        `engine: queue policy '${this.queuePolicy.name}' planned for '${plan.target.id}', which is not waiting`,
+      );
+    }
+    const victims: RequestState[] = [];
+    let bound = ctx.freeKvTokens;
+    for (const v of plan.victims) {
+      const r = this.byId.get(v.id);
+      if (r !== v || r.phase !== 'decode') {
+        throw new Error(
+          `engine: queue policy '${this.queuePolicy.name}' would preempt '${v.id}', which is not decoding`,
+        );
+      }
+      if (bound >= plan.kvTokens) break;
+      victims.push(r);
+      bound += r.privateTokens + r.reserveLeft;
+    }
+    if (bound < plan.kvTokens) return false;
+    const position = new Map<RequestState, number>();
+    for (let i = 0; i < this.running.length; i++) position.set(this.running[i]!, i);
+    const done: RequestState[] = [];
+    for (const r of victims) {
+      if (this.admissibleTokens() >= plan.kvTokens) break;
+      this.running.splice(this.running.indexOf(r), 1);
+      this.preempt(r);
+      preempted.push(r.id);
+      done.push(r);
+    }
+    if (done.length === 0) return false;
+    done.sort((a, b) => position.get(a)! - position.get(b)!);
+    this.waiting.unshift(...done);
+    return true;
   }
 
   /** The prompt tokens computed so far join the cache (generated tokens stay private until the finish). */
@@ -853,6 +918,8 @@ export class Engine {
   private swapOut(r: RequestState): void {
     this.release(r);
     this.preemptionsTotal++;
+    r.preemptions++;
+    r.preemptedAt = this.cache.now;
     // Its pin (at most its prompt) is a prefix of what it will match again.
     r.cursor.node = r.pin;
     r.cursor.matched = r.pin.endLen;
@@ -893,6 +960,8 @@ export class Engine {
   private preempt(r: RequestState): void {
     this.release(r);
     this.preemptionsTotal++;
+    r.preemptions++;
+    r.preemptedAt = this.cache.now;
     r.seq = r.sequence(r.generated);
     r.promptTokens = r.seq.length;
     r.maxOutputTokens = r.maxTokens === undefined ? undefined : Math.max(0, r.maxTokens - r.generated);

@@ -41,6 +41,10 @@ export class RequestState implements QueuedRequest {
   phase: Phase = 'waiting';
   /** Admitted at least once (the `started` event is sent once). */
   started = false;
+  /** Times preempted here (recomputed or swapped out): the queue policy's `preemptions`. */
+  preemptions = 0;
+  /** When it was last preempted (the iteration's start); undefined when never. */
+  preemptedAt: number | undefined = undefined;
   /** Prompt tokens found cached at the latest admission. */
   admittedCached = 0;
   /** The deepest node of its pinned path (the root when nothing is pinned), while running. */

@@ -139,12 +139,22 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   // The policy's prefill batching from each prefill instance's cost model (DistServe's L_m), where
   // neither the run nor the instance sets a chunk budget.
   const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;
-  const forPolicy = (instance: SimInstance): SimInstance =>
-    batching === undefined ||
-    instance.role !== 'prefill' ||
-    instance.engine?.chunkedPrefillTokens !== undefined
-      ? instance
-      : { ...instance, engine: { ...instance.engine, ...batching(instance.costModel) } };
+  // The policy's queue policy for an instance's role (Splitwise's mixed machines), where neither the
+  // run nor the instance names one.
+  const byRole =
+    spec.queuePolicy === undefined || spec.queuePolicy === 'auto' ? entry.engineQueuePolicyByRole : undefined;
+  const forPolicy = (instance: SimInstance): SimInstance => {
+    const roleQueue = instance.engine?.queuePolicy === undefined ? byRole?.[instance.role] : undefined;
+    const withQueue =
+      roleQueue === undefined
+        ? instance
+        : { ...instance, engine: { ...instance.engine, queuePolicy: roleQueue } };
+    return batching === undefined ||
+      instance.role !== 'prefill' ||
+      instance.engine?.chunkedPrefillTokens !== undefined
+      ? withQueue
+      : { ...withQueue, engine: { ...withQueue.engine, ...batching(instance.costModel) } };
+  };
   const policy = createGlobalPolicy(
     spec.policy,
     { costModel: spec.costModel, seed: spec.seed },

@@ -186,3 +186,25 @@ test('splitwise on P, P, D, D (no mixed pool): a burst past the prompt threshold
   assert.deepEqual(again.records, result.records);
   assert.deepEqual(again.fleetLog, result.fleetLog);
 });
+
+test("splitwise's mixed instances run splitwise-mixed (prompts first), the others fcfs; --queue-policy overrides", async () => {
+  const { buildFleet, parseFleetShorthand } = await import('../../src/core/fleet/index.ts');
+  const { fleetRun, runSimulation } = await import('../../src/sim/run.ts');
+  const fleet = buildFleet(parseFleetShorthand('2P2D2M', 'mistral-7b-a6000'));
+  const workload = 'synthetic:in=1024,out=64';
+  const preemptions = (queuePolicy: 'auto' | 'fcfs') =>
+    runSimulation({
+      policy: 'splitwise',
+      workload,
+      ...fleetRun(fleet, 8192),
+      rps: 14,
+      costModel: costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 8192 }),
+      requests: () => createWorkload(workload, { requests: 300, rps: 14, seed: 0 }),
+      seed: 0,
+      queuePolicy,
+    }).result.engines.map((e) => e.preemptionsTotal);
+  const mixed = preemptions('auto');
+  assert.deepEqual(mixed.slice(0, 4), [0, 0, 0, 0]);
+  assert.ok(mixed[4]! + mixed[5]! > 0, `mixed instances preempt for prompts: ${mixed}`);
+  assert.deepEqual(preemptions('fcfs'), [0, 0, 0, 0, 0, 0]);
+});

@@ -1,7 +1,7 @@
 import { prefillSaturationTokens } from '../cost-model/prefill-saturation.ts';
 import type { CostModel } from '../cost-model/types.ts';
 import type { QueuePolicyName } from '../replica-queue/registry.ts';
-import type { GlobalPolicy } from '../types.ts';
+import type { GlobalPolicy, Role } from '../types.ts';
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
 import { DistServePolicy, distServeDefaults } from './disagg/distserve.ts';
@@ -47,6 +47,11 @@ export interface PolicyEntry<O extends object> {
   readonly create: (options: O, context: PolicyContext) => GlobalPolicy;
   /** The engines' queue policy when the run says 'auto' (default: lpm, see sim/run.ts). */
   readonly engineQueuePolicy?: QueuePolicyName;
+  /**
+   * Over `engineQueuePolicy`, for the instances of a role (their role when built), when the run says
+   * 'auto' and the instance sets none: Splitwise's mixed machines run `splitwise-mixed`.
+   */
+  readonly engineQueuePolicyByRole?: Readonly<Partial<Record<Role, QueuePolicyName>>>;
   /** The engines' prefill token budget per iteration when the run sets none (default: the engine's). */
   readonly engineChunkTokens?: number;
   /**
@@ -150,6 +155,7 @@ const DISAGGREGATED_POLICIES = {
       'Splitwise (ISCA 24): a (prompt, token) machine pair at arrival by the shortest pending-token queues, the mixed pool past a queue threshold, serialized KV below 512 prompt tokens and layer-wise above; FCFS, 2,048-token prompt batches',
     defaults: splitwiseDefaults,
     engineQueuePolicy: 'fcfs',
+    engineQueuePolicyByRole: { mixed: 'splitwise-mixed' },
     engineChunkTokens: 2048,
     create: (o) => new SplitwisePolicy(o),
   }),

@@ -13,4 +13,15 @@ export {
   type QueuePolicyOptions,
   queuePolicyNames,
 } from './registry.ts';
-export type { QueueContext, QueuedRequest, QueuePolicy } from './types.ts';
+export {
+  createSplitwiseMixedPolicy,
+  type SplitwiseMixedOptions,
+  splitwiseMixedDefaults,
+} from './splitwise-mixed.ts';
+export type {
+  PreemptionPlan,
+  QueueContext,
+  QueuedRequest,
+  QueuePolicy,
+  RunningRequest,
+} from './types.ts';

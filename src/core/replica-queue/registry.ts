@@ -8,10 +8,18 @@ import {
   type PriorityGroupsOptions,
   priorityGroupsDefaults,
 } from './priority-groups.ts';
+import {
+  createSplitwiseMixedPolicy,
+  type SplitwiseMixedOptions,
+  splitwiseMixedDefaults,
+} from './splitwise-mixed.ts';
 import type { QueuePolicy } from './types.ts';
 
 /** Options of every queue policy in one object; each policy reads only its own. */
-export type QueuePolicyOptions = PriorityGroupsOptions & LarryOptions & NoPreemptOptions;
+export type QueuePolicyOptions = PriorityGroupsOptions &
+  LarryOptions &
+  NoPreemptOptions &
+  SplitwiseMixedOptions;
 
 interface QueuePolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -52,6 +60,12 @@ const QUEUE_POLICIES = {
     summary: 'FCFS admitting only what fits with its whole output reserved (never preempts)',
     defaults: noPreemptDefaults,
     create: createNoPreemptPolicy,
+  }),
+  'splitwise-mixed': entry({
+    summary:
+      "Splitwise's mixed machines: new prompts first, preempting the youngest decodes when memory lacks; a decode aged past agingSeconds outranks prompts; at most maxPreemptions per request",
+    defaults: splitwiseMixedDefaults,
+    create: createSplitwiseMixedPolicy,
   }),
 } as const;
 

@@ -31,6 +31,33 @@ export interface QueuedRequest {
   readonly cachedTokens: number;
   /** Most output tokens still to generate (max_tokens); only `no-preempt` uses it, defaulting when absent. */
   readonly maxOutputTokens?: number;
+  /** Times it was preempted on this replica (0 or absent: a prompt never prefilled here). */
+  readonly preemptions?: number;
+  /** Seconds, when it was last preempted (absent when never). */
+  readonly preemptedAt?: number;
+}
+
+/** A running request in its decode phase, as `preemptFor` sees it. */
+export interface RunningRequest {
+  readonly id: string;
+  /** Seconds, when it first joined this replica's waiting queue. */
+  readonly enqueuedAt: number;
+  /** Times it was preempted on this replica so far. */
+  readonly preemptions: number;
+}
+
+/** What `preemptFor` asks of the engine: free KV for `target` by preempting `victims`, in order. */
+export interface PreemptionPlan {
+  /** The waiting request to admit (it must still be waiting). */
+  readonly target: QueuedRequest;
+  /**
+   * `freeKvTokens` the policy's selection needs to reach `target` and admit it; the engine preempts
+   * victims, in order, until `freeKvTokens` reaches it, and preempts none when even all of them
+   * would not free enough.
+   */
+  readonly kvTokens: number;
+  /** Decoding requests the engine may preempt (by recomputation), first victim first. */
+  readonly victims: readonly RunningRequest[];
 }
 
 /** The replica's state at this iteration, after the running requests took their share. */
@@ -66,4 +93,16 @@ export interface QueuePolicy {
    * preempted requests back at the head. Neither argument is modified.
    */
   select(waiting: readonly QueuedRequest[], ctx: QueueContext): readonly QueuedRequest[];
+  /**
+   * Optional (prompts-first scheduling, Splitwise's mixed machines): called by an engine that runs
+   * prefills, before `select`, in an iteration that preempted nothing for decode growth and has a free
+   * slot and prefill budget. `running`: its decoding requests, in admission order. Returns the
+   * waiting request that should be admitted although memory lacks, and which decodes to preempt for
+   * it; undefined for none. Policies without it never preempt for admission (the engine as before).
+   */
+  preemptFor?(
+    waiting: readonly QueuedRequest[],
+    running: readonly RunningRequest[],
+    ctx: QueueContext,
+  ): PreemptionPlan | undefined;
 }

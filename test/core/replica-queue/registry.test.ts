@@ -9,7 +9,10 @@ import { ctx, ids, req } from './helpers.ts';
 
 describe('createQueuePolicy', () => {
   it('creates every named policy', () => {
-    assert.deepEqual([...queuePolicyNames], ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt']);
+    assert.deepEqual(
+      [...queuePolicyNames],
+      ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt', 'splitwise-mixed'],
+    );
     for (const name of queuePolicyNames) {
       const policy = createQueuePolicy(name);
       assert.equal(policy.name, name);
@@ -46,7 +49,14 @@ describe('createQueuePolicy', () => {
       req(`r${i}`, 100 + 37 * (i % 7), 20 * (i % 5), i * 0.5, i % 3 === 0 ? undefined : 64),
     );
     const context = ctx({ freeKvTokens: 2500, kvCapacityTokens: 4000, tokenBudget: 900, maxRequests: 12 });
-    const keys = ['groups', 'alpha', 'defaultMaxOutputTokens', 'maxContextTokens'] as const;
+    const keys = [
+      'groups',
+      'alpha',
+      'defaultMaxOutputTokens',
+      'maxContextTokens',
+      'agingSeconds',
+      'maxPreemptions',
+    ] as const;
     for (const name of queuePolicyNames) {
       const reference = ids(createQueuePolicy(name).select(waiting, context));
       for (const key of keys) {

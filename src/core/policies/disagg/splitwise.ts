@@ -80,10 +80,16 @@ const NO_REQUESTS: readonly FleetRequest[] = Object.freeze([]);
  *
  * Transfer: serialized below `serializedBelowTokens` prompt tokens, layer-wise above (`transferMode`).
  *
- * Machine-level schedulers: prompt and mixed machines run FCFS (the registry's `engineQueuePolicy`) with
- * a 2,048-token prefill budget per iteration (`engineChunkTokens`; Splitwise caps prompt batches at
- * 2,048 tokens); token machines batch whatever their memory admits (the engine's continuous batching;
- * adoptions wait when memory is short).
+ * Machine-level schedulers: prompt machines run FCFS (the registry's `engineQueuePolicy`) with a
+ * 2,048-token prefill budget per iteration (`engineChunkTokens`; Splitwise caps prompt batches at 2,048
+ * tokens); token machines batch whatever their memory admits (the engine's continuous batching;
+ * adoptions wait when memory is short); mixed machines (`engineQueuePolicyByRole`) run
+ * `splitwise-mixed` under the same budget: new prompts first, preempting the youngest decodes (by
+ * recomputation) when memory lacks, a preempted request ahead of new prompts once it waited
+ * `agingSeconds` (1 s), at most `maxPreemptions` (1) preemptions per request (§IV: "prompts are scheduled
+ * immediately, preempting tokens if capacity is lacking. Tokens gain priority with age, and preemptions
+ * per request are capped"; both values are ours). The queue policy is an instance's at its build: a
+ * borrowed prompt or token machine keeps FCFS.
  *
  * Borrowing (§IV: "if that is full, it takes an opposite-pool machine into the mixed pool"; `borrow`):
  * when a request overflows and the mixed pool is empty or past a threshold too, the least-loaded machine
@@ -97,9 +103,8 @@ const NO_REQUESTS: readonly FleetRequest[] = Object.freeze([]);
  * meanwhile). Ours: which machine, the last-machine guard, giving it back at once rather than after
  * lingering (Splitwise re-purposes machines that linger in the mixed pool: not modelled).
  *
- * Not modelled: the mixed machines' prompts-first priority with aging of token work and the per-request
- * preemption cap (the engine's FCFS chunked prefill mixes them instead); the coarse re-purposing
- * between pools and the provisioning search.
+ * Not modelled: the coarse re-purposing between pools and the provisioning search (see
+ * `preble experiment splitwise` for a small one).
  * Ties rotate among equals, so an idle fleet is filled in turn.
  */
 export class SplitwisePolicy extends BasePolicy {
