@@ -57,7 +57,10 @@ function requestsOf(s: Scenario): TimedRequest[] {
     const prefix =
       r.prefix === 0 ? new Uint32Array(0) : seq(s.prefixLengths[r.prefix - 1]!, 100_000 * r.prefix);
     const tokens = earlier?.tokens ?? concat(prefix, seq(r.suffix, 1_000_000 + 1000 * i));
-    out.push({ id: `q${i}`, tokens, outputTokens: r.output, maxTokens: r.output + r.slack, arrival });
+    // The slack stops where prompt + max_tokens would pass the capacity: the engine refuses such a
+    // request outright (no-preempt could never admit it), which is not what this stream tests.
+    const maxTokens = Math.min(r.output + r.slack, s.capacity - tokens.length);
+    out.push({ id: `q${i}`, tokens, outputTokens: r.output, maxTokens, arrival });
   });
   return out;
 }
