@@ -45,7 +45,11 @@ export interface E2PlusOptions {
   readonly evictionCost: boolean;
   /** Weight of M. */
   readonly evictionWeight: number;
-  /** Model each instance's LRU eviction on the global side (needed when engines do not report evictions). */
+  /**
+   * Model an instance's LRU eviction on the global side, until the instance reports an eviction
+   * itself (then its reports are the authority). The model evicts at routing time, for queued
+   * requests whose KV is not resident yet, so under a queue it drops prefixes the engine still holds.
+   */
   readonly predictEvictions: boolean;
   /** Estimate output length per key portion of the prompt (else the cluster's window average). */
   readonly perPrefixOutput: boolean;

@@ -1,6 +1,13 @@
 import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
-import type { FinishCounts, InstanceId, InstanceInfo, RouteDecision, RouteRequest } from '../../types.ts';
+import type {
+  FinishCounts,
+  InstanceId,
+  InstanceInfo,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../../types.ts';
 import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
 import { keyPortionOf } from '../e2/key-portion.ts';
@@ -86,6 +93,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private lastExpiry = Number.NEGATIVE_INFINITY;
   private routingMatch: ClusterMatch | null = null;
   private readonly victimPricing: WindowShareVictimPricing;
+  /** Instances that have reported an eviction: their reports replace the global LRU model (`predictEvictions`). */
+  private readonly reportsEvictions = new Set<InstanceId>();
 
   constructor(options: Partial<E2PlusOptions> & { costModel: CostModel }) {
     super();
@@ -300,7 +309,26 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     };
     state.queue.add(flight);
     this.flights.set(request.id, flight);
-    if (this.options.predictEvictions) this.tree.evictToCapacity(instance);
+    if (this.options.predictEvictions && !this.reportsEvictions.has(instance))
+      this.tree.evictToCapacity(instance);
+  }
+
+  /**
+   * An instance that reports evictions is the authority on its cache: the global LRU model stops for
+   * it. The model evicts when a request is routed, as if the KV of every queued request were already
+   * resident; the engine evicts only when a request is admitted, and keeps what running requests pin.
+   * Under a queue the model drops prefixes the engine still holds, and the holders look like misses
+   * (docs/e2.md, e2-plus, step 12).
+   */
+  override instanceEvicted(
+    instance: InstanceId,
+    path: Tokens,
+    keptTokens: number,
+    now: number,
+    evictedAt = now,
+  ): void {
+    this.reportsEvictions.add(instance);
+    super.instanceEvicted(instance, path, keptTokens, now, evictedAt);
   }
 
   override requestStarted(id: string, now: number): void {
@@ -379,6 +407,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     super.instanceRemoved(instance, now);
     for (const e of this.window.entries()) if (e.instance === instance && e.live) this.dropFromWindow(e);
     this.tree.removeInstanceCache(instance);
+    this.reportsEvictions.delete(instance);
   }
 
   override tick(now: number): void {

@@ -158,3 +158,18 @@ test('output length is estimated per key portion where the window has seen one, 
   const d = route(p, seq(50, 90_000), 2);
   close(cost(d, 1).decode, 55 * 0.001, 'cluster average (nothing in flight on 1)');
 });
+
+test('the global LRU model evicts for queued requests only until the instance reports evictions itself', () => {
+  for (const reported of [false, true]) {
+    const p = new E2PlusPolicy({ costModel: simpleCostModel(), evictionCost: false });
+    p.instanceAdded(0, { kvCapacityTokens: 1000 }, 0);
+    const a = route(p, seq(600, 0));
+    p.requestFinished(a.id, 1, { promptTokens: 600, cachedTokens: 0, outputTokens: 45 });
+    // The engine's report (here of nothing: the tokens past 600 of a's prompt) makes it the authority.
+    if (reported) p.instanceEvicted(0, seq(600, 0), 600, 1);
+    // Queued, not resident yet: the model counts its 600 tokens at once and evicts 200 of a's.
+    route(p, seq(600, 5000), 1);
+    const d = route(p, seq(600, 0), 1);
+    assert.equal(d.matchedTokens, reported ? 600 : 400, `matched (reported ${reported})`);
+  }
+});
