@@ -4,9 +4,7 @@ import { slotBook } from '../../src/gateway/pd-llamacpp.ts';
 import type { GatewayOptions, ReplicaSpec } from '../../src/gateway/server.ts';
 import { type FakeLlama, type FakeLlamaOptions, type SlotDir, startFakeLlama } from './fake-llamacpp.ts';
 import { gatewayMetric, startGateway } from './helpers.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: JSON answers, read by their known shape
-type Json = Record<string, any>;
+import { postJson, readAnswer, settle } from './pd-helpers.ts';
 
 // llama.cpp prefill/decode disaggregation by moving the slot (src/gateway/pd-llamacpp.ts), over
 // real HTTP against llama-server stand-ins that share a slot directory.
@@ -43,40 +41,12 @@ async function gateway(
   return { ...g, counts };
 }
 
-async function settle(counts: () => Record<string, number>) {
-  const zero = (c: Record<string, number>) => Object.values(c).every((v) => v === 0);
-  for (let i = 0; i < 500 && !zero(counts()); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.deepEqual(counts(), { policy: 0, replicas: 0, slots: 0 });
-}
+const post = (url: string, path: string, body: Record<string, unknown>, signal?: AbortSignal) =>
+  postJson(url, path, body, 'm', signal);
 
-async function post(url: string, path: string, body: Record<string, unknown>, signal?: AbortSignal) {
-  const res = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'm', ...body }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  return { status: res.status, text: await res.text(), headers: res.headers };
-}
-
-function textOf(kind: 'completions' | 'chat', stream: boolean, text: string): { out: string; usage: Json } {
-  if (!stream) {
-    const json = JSON.parse(text);
-    return {
-      out: kind === 'chat' ? json.choices[0].message.content : json.choices[0].text,
-      usage: json.usage,
-    };
-  }
-  let out = '';
-  let usage: Json = {};
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-    const chunk = JSON.parse(line.slice(6));
-    for (const c of chunk.choices ?? []) out += c.text ?? c.delta?.content ?? '';
-    if (chunk.usage) usage = chunk.usage;
-  }
-  return { out, usage };
-}
+/** The answer's text and usage; these tests read streams that may end in an error event. */
+const textOf = (kind: 'completions' | 'chat', stream: boolean, text: string) =>
+  readAnswer(kind, stream, text, false);
 
 const PROMPT = 'A long shared document about moving llama.cpp slots. '.repeat(4);
 

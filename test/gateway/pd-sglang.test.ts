@@ -4,9 +4,7 @@ import type { FaultSettings } from '../../src/emulator/faults.ts';
 import { createEngineServer, type EngineServer } from '../../src/emulator/server.ts';
 import type { GatewayOptions, ReplicaSpec } from '../../src/gateway/server.ts';
 import { MODEL, startGateway } from './helpers.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: JSON answers, read by their known shape
-type Json = Record<string, any>;
+import { postJson, readAnswer as read, settle } from './pd-helpers.ts';
 
 // SGLang-style prefill/decode disaggregation (src/gateway/pd-sglang.ts): the gateway sends the
 // request to a `preble engine --role prefill` and a `--role decode` together, with bootstrap_host,
@@ -40,41 +38,8 @@ async function pdGateway(replicas: ReplicaSpec[], options: Partial<GatewayOption
   return { ...g, counts };
 }
 
-async function post(url: string, path: string, body: Record<string, unknown>, signal?: AbortSignal) {
-  const res = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, ...body }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  return { status: res.status, text: await res.text(), headers: res.headers };
-}
-
-function read(kind: 'completions' | 'chat', stream: boolean, text: string): { out: string; usage: Json } {
-  if (!stream) {
-    const j = JSON.parse(text);
-    return { out: kind === 'chat' ? j.choices[0].message.content : j.choices[0].text, usage: j.usage };
-  }
-  let out = '';
-  let usage: Json = {};
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-    const chunk = JSON.parse(line.slice(6));
-    assert.equal(chunk.error, undefined, line);
-    for (const c of chunk.choices ?? []) out += c.text ?? c.delta?.content ?? '';
-    if (chunk.usage) usage = chunk.usage;
-  }
-  return { out, usage };
-}
-
-async function settle(counts: () => { policy: number; replicas: number }) {
-  for (let i = 0; i < 500; i++) {
-    const c = counts();
-    if (c.policy === 0 && c.replicas === 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.deepEqual(counts(), { policy: 0, replicas: 0 });
-}
+const post = (url: string, path: string, body: Record<string, unknown>, signal?: AbortSignal) =>
+  postJson(url, path, body, MODEL, signal);
 
 const PROMPT = 'A long shared document about bootstrap rooms. '.repeat(8);
 

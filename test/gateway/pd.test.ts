@@ -8,9 +8,7 @@ import { createEngineServer, type EngineServer } from '../../src/emulator/server
 import { parseGatewayConfig } from '../../src/gateway/config.ts';
 import { createGateway, type GatewayOptions, type ReplicaSpec } from '../../src/gateway/server.ts';
 import { gatewayMetric, MODEL, startGateway } from './helpers.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: JSON answers, read by their known shape
-type Json = Record<string, any>;
+import { type Json, postJson, settle, sseAnswer } from './pd-helpers.ts';
 
 // Prefill/decode disaggregation through the gateway, over real HTTP: `preble engine --role prefill`
 // and `--role decode` servers in this process (the KV is pulled over HTTP between them), the
@@ -44,42 +42,11 @@ async function pdGateway(replicas: ReplicaSpec[], options: Partial<GatewayOption
   return { ...g, counts };
 }
 
-async function post(url: string, path: string, body: Record<string, unknown>, signal?: AbortSignal) {
-  const res = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, ...body }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  const text = await res.text();
-  return { status: res.status, text, headers: res.headers };
-}
-
-/** The text of an SSE stream of completions or chat chunks, and its usage chunk. */
-function streamed(text: string) {
-  let out = '';
-  let usage: Json | undefined;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-    const chunk = JSON.parse(line.slice(6));
-    assert.equal(chunk.error, undefined, line);
-    for (const c of chunk.choices ?? []) out += c.text ?? c.delta?.content ?? '';
-    if (chunk.usage) usage = chunk.usage;
-  }
-  return { out, usage };
-}
+const post = (url: string, path: string, body: Record<string, unknown>, signal?: AbortSignal) =>
+  postJson(url, path, body, MODEL, signal);
 
 function answerText(kind: 'completions' | 'chat', json: Json): string {
   return kind === 'chat' ? json['choices'][0].message.content : json['choices'][0].text;
-}
-
-async function settle(counts: () => { policy: number; replicas: number }) {
-  for (let i = 0; i < 500; i++) {
-    const c = counts();
-    if (c.policy === 0 && c.replicas === 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.deepEqual(counts(), { policy: 0, replicas: 0 });
 }
 
 describe('gateway prefill/decode disaggregation (distserve, emulated engines)', () => {
@@ -110,9 +77,9 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
         assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
         assert.equal(a.headers.get('x-preble-replica'), decode.url);
         const [textA, usageA] = stream
-          ? [streamed(a.text).out, streamed(a.text).usage]
+          ? [sseAnswer(a.text).out, sseAnswer(a.text).usage]
           : [answerText(kind, JSON.parse(a.text)), JSON.parse(a.text).usage];
-        const textB = stream ? streamed(b.text).out : answerText(kind, JSON.parse(b.text));
+        const textB = stream ? sseAnswer(b.text).out : answerText(kind, JSON.parse(b.text));
         assert.equal(textA, textB, `${kind} stream=${stream}`);
         assert.equal(textA.length, 12);
         assert.equal(usageA.prompt_tokens_details.cached_tokens, usageA.prompt_tokens, 'no recompute');
@@ -169,7 +136,7 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
       });
       assert.equal(r.status, 200, r.text);
       assert.equal(r.headers.get('x-preble-replica'), good.url);
-      const text = stream ? streamed(r.text).out : JSON.parse(r.text).choices[0].text;
+      const text = stream ? sseAnswer(r.text).out : JSON.parse(r.text).choices[0].text;
       assert.equal(text.length, 5);
     }
     assert.equal(
