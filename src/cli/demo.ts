@@ -353,10 +353,11 @@ function demoTable(
     'requests per replica',
   ];
   if (real) head.push('prompt s per replica', 'wall s', 'sim mean s', 'sim error');
+  // Runs come policy after policy within each repeat; the table groups each policy's runs.
+  const firstSeen = new Map<string, number>();
+  for (const [i, r] of results.entries()) if (!firstSeen.has(r.policy)) firstSeen.set(r.policy, i);
   const ordered = [...results].sort(
-    (a, b) =>
-      results.findIndex((r) => r.policy === a.policy) - results.findIndex((r) => r.policy === b.policy) ||
-      a.run - b.run,
+    (a, b) => firstSeen.get(a.policy)! - firstSeen.get(b.policy)! || a.run - b.run,
   );
   return textTable(
     head,
