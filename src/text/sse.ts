@@ -11,9 +11,11 @@ export interface SseEvent {
  */
 export class SseSplitter {
   private buffer = '';
+  // Streaming decode: a chunk may end inside a multi-byte character, whose bytes then wait for the next.
+  private readonly decoder = new TextDecoder();
 
   push(chunk: string | Uint8Array): SseEvent[] {
-    this.buffer += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    this.buffer += typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
     const events: SseEvent[] = [];
     let end = this.buffer.indexOf('\n\n');
     while (end >= 0) {

@@ -24,3 +24,24 @@ test('SSE events come out whole however the stream is cut', () => {
     }),
   );
 });
+
+test('a multi-byte character cut between two chunks comes out whole', () => {
+  // Bytes, not characters: a replica's chunk may end inside a UTF-8 sequence (é, 漢, an emoji).
+  const bytes = Buffer.from('data: {"t":"é漢😀"}\n\ndata: [DONE]\n\n', 'utf8');
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 8 }), (cuts) => {
+      const points = [...new Set(cuts)].sort((a, b) => a - b);
+      const splitter = new SseSplitter();
+      const events = [];
+      let at = 0;
+      for (const p of [...points, bytes.length]) {
+        events.push(...splitter.push(bytes.subarray(at, p)));
+        at = p;
+      }
+      assert.deepEqual(
+        events.map((e) => e.data),
+        ['{"t":"é漢😀"}', '[DONE]'],
+      );
+    }),
+  );
+});
