@@ -14,6 +14,7 @@ import { createGateway, type Gateway, type GatewayOptions, type ReplicaSpec } fr
 import { ensureLlamaServer } from '../src/real/llama-build.ts';
 import { cachedModel } from '../src/real/model-cache.ts';
 import { type LlamaPdReplicas, startLlamaPdReplicas } from '../src/real/replicas.ts';
+import { SseSplitter } from '../src/text/sse.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers, read by their known shape
 type Json = Record<string, any>;
@@ -25,12 +26,12 @@ const gateways: Gateway[] = [];
 before(async () => {
   const binary = await ensureLlamaServer({ onProgress: log });
   const model = await cachedModel('tiny', 0, log);
-  // Two prefill replicas (one is killed below) and one decode replica, sharing a slot directory.
+  // Two prefill and two decode replicas (one of each is killed below), sharing a slot directory.
   fleet = await startLlamaPdReplicas({
     binary,
     model,
     prefill: 2,
-    decode: 1,
+    decode: 2,
     threads: 1,
     slots: 2,
     ctx: 4096,
@@ -97,10 +98,77 @@ async function counter(url: string, name: string): Promise<number> {
   return metricValues(text, [name]).get(name) ?? 0;
 }
 
+/** A counter summed over the decode replicas that are up. */
+async function decodeCounter(f: LlamaPdReplicas, name: string): Promise<number> {
+  const values = await Promise.all(f.decodeUrls.map((url) => counter(url, name).catch(() => 0)));
+  return values.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Kill replica `index` while the gateway has a request on it (so the kill lands mid-run, whatever
+ * the machine's speed): polls the gateway's in-flight count, and fails if no request ever gets there.
+ */
+async function killWhenBusy(f: LlamaPdReplicas, g: Gateway, index: number): Promise<void> {
+  const url = f.urls[index]!;
+  for (let i = 0; i < 20_000; i++) {
+    if ((g.replicas.all().find((r) => r.url === url)?.inflight ?? 0) > 0) {
+      await f.kill(index);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  throw new Error(`no request reached replica ${index} (${url})`);
+}
+
+/**
+ * An answer read to its end: status, replicas, whether it completed, and the tokens before any break.
+ * `onToken` hears each streamed token as it arrives, with the replica that sends it.
+ */
+async function answer(url: string, body: Json, onToken?: (replica: string) => void) {
+  const res = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', temperature: 0, ...body }),
+  });
+  const replica = res.headers.get('x-preble-replica') ?? '';
+  const prefillReplica = res.headers.get('x-preble-prefill-replica') ?? '';
+  if (body['stream'] !== true) {
+    const text = await res.text();
+    const ok = res.status === 200 && JSON.parse(text).choices?.[0]?.text !== undefined;
+    return { status: res.status, ok, chunksBeforeError: 0, replica, prefillReplica, text };
+  }
+  let chunks = 0;
+  let broken = false;
+  let done = false;
+  let text = '';
+  const splitter = new SseSplitter();
+  const onLine = (line: string) => {
+    if (line === '[DONE]') done = true;
+    if (line === '' || line === '[DONE]') return;
+    const chunk = JSON.parse(line);
+    if (chunk.error !== undefined) broken = true;
+    else if (!broken && (chunk.choices ?? []).some((c: Json) => typeof c.text === 'string')) {
+      chunks++;
+      onToken?.(replica);
+    }
+  };
+  for await (const piece of res.body ?? []) {
+    text += Buffer.from(piece as Uint8Array).toString();
+    for (const event of splitter.push(piece as Uint8Array)) onLine(event.data);
+  }
+  return {
+    status: res.status,
+    ok: res.status === 200 && done && !broken,
+    chunksBeforeError: broken ? chunks : 0,
+    replica,
+    prefillReplica,
+    text,
+  };
+}
+
 describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/restore)', () => {
   it('greedy text through PD equals colocated, and the decode replica reuses the moved prompt', async () => {
     const f = fleet!;
-    const decodeUrl = f.decodeUrls[0]!;
     const pd = await gateway(pdSpecs(f), 'distserve');
     // Colocated: the whole request on one replica (the second prefill replica, as a mixed one).
     const colocated = await gateway([{ url: f.prefillUrls[1]!, dialect: 'llamacpp' }], 'round-robin');
@@ -112,7 +180,7 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
       },
       { kind: 'chat', stream: true, prompt: 'Move this prompt from one replica to another. '.repeat(3) },
     ] as const;
-    const processedBefore = await counter(decodeUrl, 'llamacpp:prompt_tokens_total');
+    const processedBefore = await decodeCounter(f, 'llamacpp:prompt_tokens_total');
     let promptTokens = 0;
     for (const c of cases) {
       const path = c.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
@@ -127,7 +195,10 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
       const a = await post(pd.url, path, body);
       assert.equal(a.status, 200, a.text);
       assert.equal(a.headers.get('x-preble-pd-handoff'), 'kv', a.headers.get('x-preble-pd-recompute') ?? '');
-      assert.equal(a.headers.get('x-preble-replica'), decodeUrl);
+      assert.ok(
+        f.decodeUrls.includes(a.headers.get('x-preble-replica') ?? ''),
+        'answered by a decode replica',
+      );
       // Colocated as llama-server serves a prompt it holds in a slot: the prompt once for one token
       // (as the prefill leg), then the request, which reuses all but the last prompt token. So the
       // only difference from PD is where the KV was computed, and how it got to the decoding slot.
@@ -162,9 +233,9 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
           `fresh colocated (cache_prompt false) ${fresh.out === pdAnswer.out ? 'equal too' : `differs: ${JSON.stringify(fresh.out)}`}`,
       );
     }
-    const processed = (await counter(decodeUrl, 'llamacpp:prompt_tokens_total')) - processedBefore;
-    log(`decode replica: llamacpp:prompt_tokens_total +${processed} for ${promptTokens} prompt tokens`);
-    assert.equal(processed, cases.length, 'the decode replica computed one prompt token per request');
+    const processed = (await decodeCounter(f, 'llamacpp:prompt_tokens_total')) - processedBefore;
+    log(`decode replicas: llamacpp:prompt_tokens_total +${processed} for ${promptTokens} prompt tokens`);
+    assert.equal(processed, cases.length, 'the decode replicas computed one prompt token per request');
     assert.ok(readdirSync(f.slotSavePath).length >= 1, 'slot files in the shared directory');
     assert.ok(pd.gateway.replicas.all().every((r) => r.inflight === 0 && slotBook(r).reserved === 0));
   });
@@ -176,31 +247,74 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
       breaker: { failureThreshold: 1, openSeconds: 60 },
       retries: { attempts: 3, backoffSeconds: 0.01 },
     });
-    // Warm: both prefill replicas in use before the kill.
-    const first = await Promise.all(
-      [0, 1, 2, 3].map((i) =>
-        post(pd.url, '/v1/completions', { prompt: `warm ${i} `.repeat(8), max_tokens: 4 }),
-      ),
+    // Long prompts keep each prefill leg on its replica long enough for the kill to find one there.
+    const pending = [0, 1, 2, 3, 4, 5, 6, 7].map((i) =>
+      answer(pd.url, { prompt: `prefill ${i} `.repeat(120), max_tokens: 8, stream: i % 2 === 0 }),
     );
-    for (const r of first) assert.equal(r.status, 200, r.text);
-    await f.kill(0);
-    const results = await Promise.all(
-      [0, 1, 2, 3, 4, 5].map((i) =>
-        post(pd.url, '/v1/completions', {
-          prompt: `after ${i} `.repeat(8),
-          max_tokens: 4,
+    await killWhenBusy(f, pd.gateway, 0);
+    const results = await Promise.all(pending);
+    for (const r of results) assert.ok(r.ok, `${r.status} ${r.text.slice(0, 300)}`);
+    const moved = results.filter((r) => r.prefillReplica === f.prefillUrls[1]).length;
+    log(
+      `prefill kill: ${results.length} of ${results.length} requests in flight around the kill answered in full ` +
+        `(${moved} prefilled on the surviving replica)`,
+    );
+    // After the kill, every prefill goes to the replica that is left.
+    const after = await answer(pd.url, { prompt: 'after the kill '.repeat(20), max_tokens: 4 });
+    assert.ok(after.ok, after.text);
+    assert.equal(after.prefillReplica, f.prefillUrls[1]);
+    assert.ok(pd.gateway.replicas.all().every((r) => r.inflight === 0 && slotBook(r).reserved === 0));
+  });
+
+  it('a decode replica killed mid-run loses no request that had not started streaming', async () => {
+    const f = fleet!;
+    const pd = await gateway(pdSpecs(f), 'distserve', {
+      health: { intervalSeconds: 0 },
+      breaker: { failureThreshold: 1, openSeconds: 60 },
+      retries: { attempts: 3, backoffSeconds: 0.01 },
+    });
+    // Long answers keep each decode leg on its replica long enough for the kill to find one there;
+    // the kill waits for a stream on that replica to have begun, so both failure orderings occur:
+    // a stream already reaching its client, and legs that had sent nothing yet.
+    const victim = f.decodeUrls[0]!;
+    let streaming!: () => void;
+    const begun = new Promise<void>((resolve) => {
+      streaming = resolve;
+    });
+    const pending = [0, 1, 2, 3, 4, 5, 6, 7].map((i) =>
+      answer(
+        pd.url,
+        {
+          prompt: `decode ${i} `.repeat(30),
+          max_tokens: 1500,
+          ignore_eos: true,
           stream: i % 2 === 0,
-        }),
+        },
+        (replica) => {
+          if (replica === victim) streaming();
+        },
       ),
     );
-    for (const r of results) {
-      assert.equal(r.status, 200, r.text);
-      assert.equal(r.headers.get('x-preble-prefill-replica'), f.prefillUrls[1]);
-      assert.equal(r.headers.get('x-preble-pd-handoff'), 'kv');
+    await begun;
+    await f.kill(f.prefillUrls.length);
+    const results = await Promise.all(pending);
+    const broken = results.filter((r) => !r.ok);
+    for (const r of broken) {
+      // Only a stream the client had begun to receive may end in an error event: anything that failed
+      // before its first byte reached the client must have been decoded again elsewhere.
+      assert.equal(r.status, 200, r.text.slice(0, 300));
+      assert.ok(r.chunksBeforeError > 0, `failed before streaming began: ${r.text.slice(0, 300)}`);
+      assert.equal(r.replica, f.decodeUrls[0], 'only the killed decode replica breaks streams');
     }
     log(
-      `kill: ${results.length} of ${results.length} requests after the prefill replica's death answered 200`,
+      `decode kill: ${results.length - broken.length} of ${results.length} requests answered in full; ` +
+        `${broken.length} streams had begun on the killed replica and ended with an error event; ` +
+        `${results.filter((r) => r.ok && r.replica === f.decodeUrls[1]).length} decoded on the surviving replica, ` +
+        `${results.filter((r) => r.ok && r.replica === victim).length} on the killed one before its death`,
     );
+    const after = await answer(pd.url, { prompt: 'after the decode kill '.repeat(20), max_tokens: 4 });
+    assert.ok(after.ok, after.text);
+    assert.equal(after.replica, f.decodeUrls[1]);
     assert.ok(pd.gateway.replicas.all().every((r) => r.inflight === 0 && slotBook(r).reserved === 0));
   });
 });

@@ -90,6 +90,13 @@ const REAL_POLICIES = 'e2-plus,e2,cache-aware,round-robin';
 /** `--pd`'s default configurations (src/demo/pd.ts PD_CONFIGURATIONS, kept here so --help loads nothing). */
 const PD_DEFAULT = 'e2-plus@4M,distserve@2P2D,prefix-pd@2P2D,prefix-pd@1P1D2M';
 
+/**
+ * `--pd --real`'s stream and configurations: on one CPU thread a 1,500-token prompt takes about a second
+ * and a token about 5 ms, so colocated prefills stall the decodes beside them for that long.
+ */
+const PD_REAL_STREAM = { prefixes: 8, prefixChars: 1500, suffixChars: 40, outputTokens: 64 } as const;
+const PD_REAL_DEFAULT = 'e2-plus@2M,distserve@1P1D,prefix-pd@1P1D';
+
 /** The cost-model preset fitted to the CPU llama.cpp replicas (docs/results/calibration). */
 const REAL_COST_MODEL = 'llamacpp-small-cpu';
 
@@ -102,17 +109,21 @@ export function registerDemo(program: Command): void {
     .option('--real', 'real llama.cpp replicas (built once, cached) instead of emulated ones')
     .option(
       '--pd',
-      "prefill/decode disaggregation: colocated and disaggregated configurations (POLICY@FLEET) on the same GPUs, with TTFT, TPOT, the legs and the simulator's prediction (emulated replicas)",
+      "prefill/decode disaggregation: colocated and disaggregated configurations (POLICY@FLEET) on the same GPUs, with TTFT, TPOT, the legs and the simulator's prediction (emulated replicas; with --real, llama.cpp replicas moving slots through a shared directory)",
     )
-    .option('--replicas <n>', 'replicas (default 4 emulated, 2 real)', positiveInt)
+    .option('--replicas <n>', 'replicas (default 4 emulated, 2 real and --pd --real)', positiveInt)
     .option(
       '--workload <name>',
       'workload generator (emulated replicas; default video-qa, with --pd long shared documents and long answers)',
     )
-    .option('--requests <n>', 'requests per policy (default 300 emulated, 200 --pd, 40 real)', positiveInt)
+    .option(
+      '--requests <n>',
+      'requests per policy (default 300 emulated, 200 --pd, 40 real, 30 --pd --real)',
+      positiveInt,
+    )
     .option(
       '--rps <r>',
-      "arrival rate in the replicas' seconds (default 6 emulated, 4 --pd, 0.6 real)",
+      "arrival rate in the replicas' seconds (default 6 emulated, 4 --pd, 0.6 real, 0.5 --pd --real)",
       positiveNumber,
     )
     .option(
@@ -205,8 +216,7 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
     model: 'preble-llama',
     costModel: REAL_COST_MODEL,
     // A slot holds one sequence: the replica caches `slots` prompts, whatever its total context.
-    replicaKvTokens:
-      flags.slots * (REAL_STREAM.prefixChars + REAL_STREAM.suffixChars + REAL_STREAM.outputTokens + 1),
+    replicaKvTokens: realSlotKvTokens(flags.slots, REAL_STREAM),
     timeScale: 1,
     seed,
     fleet: llamaFleet({ binary, model, slots: flags.slots, ctx: flags.ctx }),
@@ -216,12 +226,8 @@ async function demoOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
   };
 }
 
-/** `--pd`: the configurations on emulated replicas, one run each unless --repeats. */
-function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
-  if (flags.real === true)
-    throw new Error(
-      "--pd --real: not wired yet (the gateway moves llama.cpp slots, but the demo's llama.cpp fleet starts mixed replicas only); run --pd on emulated replicas",
-    );
+/** `--pd`: the configurations on emulated replicas (or llama.cpp ones with --real), one run each unless --repeats. */
+async function pdOptions(flags: DemoFlags, m: Modules): Promise<DemoOptions> {
   const {
     createWorkload,
     renderTokens,
@@ -229,41 +235,84 @@ function pdOptions(flags: DemoFlags, m: Modules): DemoOptions {
     sharedPrefixRequests,
     parsePdConfigurations,
     PD_STREAM,
+    isLlamaPreset,
   } = m;
   const seed = flags.seed;
-  const replicas = flags.replicas ?? 4;
-  const configurations = parsePdConfigurations(flags.policy ?? PD_DEFAULT, replicas, flags.model);
-  const count = flags.requests ?? 200;
-  const rps = flags.rps ?? 4;
+  const real = flags.real === true;
+  if (real && flags.workload !== undefined)
+    throw new Error('--pd --real runs its own shared-document stream; --workload is for emulated replicas');
+  const replicas = flags.replicas ?? (real ? 2 : 4);
+  const costModel = real ? REAL_COST_MODEL : flags.model;
+  const configurations = parsePdConfigurations(
+    flags.policy ?? (real ? PD_REAL_DEFAULT : PD_DEFAULT),
+    replicas,
+    costModel,
+  );
+  const count = flags.requests ?? (real ? 30 : 200);
+  const rps = flags.rps ?? (real ? 0.5 : 4);
   const repeats = flags.repeats ?? 1;
-  const timeScale = flags.timeScale ?? 1;
+  const timeScale = real ? 1 : (flags.timeScale ?? 1);
   const workload = flags.workload ?? 'shared-prefix';
+  const stream = real ? PD_REAL_STREAM : PD_STREAM;
   const requests =
     flags.workload === undefined
-      ? sharedPrefixRequests({ ...PD_STREAM, requests: count, rps, seed })
+      ? sharedPrefixRequests({ ...stream, requests: count, rps, seed })
       : [...createWorkload(flags.workload, { requests: count, rps, seed, instances: replicas })];
   const gpus = [...new Set(configurations.map((c) => c.roles.length))].join(' or ');
+  const what =
+    workload === 'shared-prefix'
+      ? `shared-prefix requests (${stream.prefixes} ${stream.prefixChars}-token documents, ${stream.suffixChars}-token questions, ${stream.outputTokens}-token answers)`
+      : `${workload} requests`;
+  const names = configurations.map((c) => c.name).join(', ');
+  const common = { replicas, workload, requests, rps, repeats, seed };
+  const policies = configurations.map((c) => c.policy);
+  if (!real) {
+    process.stderr.write(
+      `${names}: ${gpus} emulated ${flags.model} replicas each (${timeScale}x real time, KV over the emulated 25 GB/s link) ` +
+        `behind the gateway; ${count} ${what} at ${rps} req/s, ${repeats} run(s) each\n`,
+    );
+    return {
+      ...common,
+      render: renderTokens,
+      policies,
+      configurations,
+      model: flags.model,
+      costModel,
+      timeScale,
+      fleet: emulatedFleet(flags.model, timeScale),
+    };
+  }
+  const { ensureLlamaServer, cachedModel, decodeChars, llamaFleet } = m;
+  const preset = flags.preset;
+  if (!isLlamaPreset(preset)) throw new Error(`--preset: expected tiny, small or medium, got '${preset}'`);
+  const progress = (line: string) => process.stderr.write(`${line}\n`);
+  const binary = await ensureLlamaServer({ onProgress: progress });
+  const model = await cachedModel(preset, seed, progress);
   process.stderr.write(
-    `${configurations.map((c) => c.name).join(', ')}: ${gpus} emulated ${flags.model} replicas each ` +
-      `(${timeScale}x real time, KV over the emulated 25 GB/s link) behind the gateway; ` +
-      `${count} ${workload === 'shared-prefix' ? `shared-prefix requests (${PD_STREAM.prefixes} ${PD_STREAM.prefixChars}-token documents, ${PD_STREAM.suffixChars}-token questions, ${PD_STREAM.outputTokens}-token answers)` : `${workload} requests`} ` +
-      `at ${rps} req/s, ${repeats} run(s) each\n`,
+    `${names}: ${gpus} llama-server replicas each (${flags.preset} model, 1 thread, ${flags.slots} slots, ${flags.ctx} tokens of KV; ` +
+      `prefilled slots move through a shared --slot-save-path) behind the gateway; ${count} ${what} at ${rps} req/s, ${repeats} run(s) each\n`,
   );
   return {
-    replicas,
-    workload,
-    requests,
-    render: renderTokens,
-    rps,
-    policies: configurations.map((c) => c.policy),
+    ...common,
+    render: decodeChars,
+    policies,
     configurations,
-    repeats,
-    model: flags.model,
-    costModel: flags.model,
+    model: 'preble-llama',
+    costModel,
+    replicaKvTokens: realSlotKvTokens(flags.slots, stream),
     timeScale,
-    seed,
-    fleet: emulatedFleet(flags.model, timeScale),
+    fleet: llamaFleet({ binary, model, slots: flags.slots, ctx: flags.ctx }),
+    // Random weights may sample EOS at any step: fixed lengths make the configurations' work comparable.
+    extraBody: { ignore_eos: true, temperature: 0 },
   };
+}
+
+/** A slot holds one sequence: a llama.cpp replica caches `slots` prompts, whatever its total context. */
+function realSlotKvTokens(
+  slots: number,
+  stream: { prefixChars: number; suffixChars: number; outputTokens: number },
+): number {
+  return slots * (stream.prefixChars + stream.suffixChars + stream.outputTokens + 1);
 }
 
 /** The simulator's prediction for the same stream on the same number of replicas (real runs). */
@@ -397,6 +446,14 @@ function pdReport(flags: DemoFlags, options: DemoOptions, results: readonly Demo
         requests: options.requests,
         model: options.costModel,
         seed: options.seed,
+        ...(flags.real === true
+          ? {
+              kvCapacityTokens: options.replicaKvTokens,
+              maxRunning: flags.slots,
+              exclusivePrefixes: true,
+              link: 'pcie-host' as const,
+            }
+          : {}),
       }),
     ]),
   );
@@ -437,7 +494,11 @@ function pdReport(flags: DemoFlags, options: DemoOptions, results: readonly Demo
       String(r.pd?.disaggregated ?? 0),
       `${leg(r.pd?.prefillSeconds)} / ${leg(r.pd?.transferSeconds)} / ${leg(r.pd?.decodeTtftSeconds)}`,
       leg(r.pd?.prefillQueueSeconds),
-      fixed(r.pd?.prefillCachedShare ?? r.cacheHitRate, 2),
+      r.pd?.prefillCachedShare !== undefined
+        ? fixed(r.pd.prefillCachedShare, 2)
+        : (r.pd?.disaggregated ?? 0) === 0
+          ? fixed(r.cacheHitRate, 2)
+          : '-',
       sim === undefined
         ? '-'
         : `${fixed(sim.ttft.mean, 3)} / ${fixed(sim.tpot.mean * 1000, 1)} / ${fixed(sim.latency.mean, 2)}`,
@@ -461,9 +522,15 @@ function pdReport(flags: DemoFlags, options: DemoOptions, results: readonly Demo
     )}\n\n`,
   );
   process.stdout.write(
-    "Times are in the replicas' emulated seconds. disagg: requests whose prefill and decode replicas differ; " +
+    (flags.real === true
+      ? 'Times are wall seconds (llama-server replicas, one CPU thread each; xfer: slot save, file, restore). '
+      : "Times are in the replicas' emulated seconds. ") +
+      'disagg: requests whose prefill and decode replicas differ; ' +
       "prefill / xfer / decode-ttft: the gateway's per-leg means; mixed queue: waiting before admission on the mixed replicas (prefill-role engines do not report it); " +
-      'cached: cached share of the prompt tokens those replicas looked up. sim: preble sim on the same fleet, stream and link.\n',
+      'cached: cached share of the prompt tokens those replicas looked up. sim: preble sim on the same fleet, stream and link' +
+      (flags.real === true
+        ? " (llamacpp-small-cpu's fit, a slot's prompt cache, the host-copy link class; the slot files' real cost is in xfer).\n"
+        : '.\n'),
   );
   process.stdout.write(`\n${verdict.lines.join('\n')}\n`);
 }

@@ -112,8 +112,11 @@ export interface PdFigures {
   readonly decodeTtftSeconds?: number;
   /** Waiting before admission on the replicas that run prompts (prefill and mixed), per request. */
   readonly prefillQueueSeconds?: number;
-  /** Cached share of the prompt tokens the prefill-capable replicas (prefill and mixed) looked up. */
-  readonly prefillCachedShare: number;
+  /**
+   * Cached share of the prompt tokens the prefill-capable replicas (prefill and mixed) looked up; absent
+   * where the engines do not count lookups (llama-server reports the tokens it computed, not those it found).
+   */
+  readonly prefillCachedShare?: number;
   /** Share of the mean TTFT spent in KV transfers (transfer mean x disaggregated share / TTFT mean). */
   readonly transferShareOfTtft: number;
 }
@@ -274,7 +277,10 @@ function withPd(
       ...optional('transferSeconds', transfer),
       ...optional('decodeTtftSeconds', legs.decodeTtftSeconds),
       ...optional('prefillQueueSeconds', queued > 0 ? sum((c) => c.queueSeconds) / queued : undefined),
-      prefillCachedShare: prompt > 0 ? sum((c) => c.cachedTokens) / prompt : 0,
+      ...optional(
+        'prefillCachedShare',
+        counters === undefined ? undefined : prompt > 0 ? sum((c) => c.cachedTokens) / prompt : 0,
+      ),
       transferShareOfTtft:
         transfer !== undefined && ok.length > 0 && base.ttft.mean > 0
           ? (transfer * split.length) / ok.length / base.ttft.mean

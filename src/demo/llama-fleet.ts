@@ -1,5 +1,6 @@
+import type { Role } from '../core/types.ts';
 import { metricValues } from '../gateway/prometheus-text.ts';
-import { startLlamaReplicas } from '../real/replicas.ts';
+import { startLlamaReplicas, startLlamaSharedSlotReplicas } from '../real/replicas.ts';
 import type { FleetFactory } from './fleet.ts';
 
 export interface LlamaFleetOptions {
@@ -13,15 +14,15 @@ export interface LlamaFleetOptions {
 
 /**
  * Real llama-server replicas, one thread each and no host-RAM prompt cache, so what is cached is what
- * the slots hold: the settings under which routing decides cache hits (docs/real-backend.md).
+ * the slots hold: the settings under which routing decides cache hits (docs/real-backend.md). A layout
+ * with prefill or decode replicas gets one shared `--slot-save-path`, through which the gateway moves
+ * each prefilled slot to its decode replica (src/gateway/pd-llamacpp.ts); llama.cpp has no roles of
+ * its own, so the roles are the gateway's.
  */
 export function llamaFleet(options: LlamaFleetOptions): FleetFactory {
   return async (count, layout) => {
-    if (layout?.roles.some((r) => r !== 'mixed'))
-      throw new Error(
-        "the demo's llama.cpp fleet starts mixed replicas only (prefill/decode ones need a shared --slot-save-path: src/real/replicas.ts startLlamaPdReplicas)",
-      );
-    const replicas = await startLlamaReplicas({
+    const roles: Role[] = Array.from({ length: count }, (_, i) => layout?.roles[i] ?? 'mixed');
+    const settings = {
       binary: options.binary,
       model: options.model,
       count,
@@ -29,11 +30,14 @@ export function llamaFleet(options: LlamaFleetOptions): FleetFactory {
       slots: options.slots,
       ctx: options.ctx,
       cacheRamMiB: 0,
-    });
+    };
+    const replicas = roles.some((r) => r !== 'mixed')
+      ? await startLlamaSharedSlotReplicas(settings)
+      : await startLlamaReplicas(settings);
     return {
       urls: replicas.urls,
       dialect: 'llamacpp',
-      roles: replicas.urls.map(() => 'mixed' as const),
+      roles,
       promptSeconds: () =>
         Promise.all(
           replicas.urls.map(async (url) => {

@@ -63,7 +63,8 @@ export interface PdSummary {
   readonly prefillQueueSeconds: number | undefined;
   /** The prefill leg of disaggregated requests (queue and prompt on the prefill replica). */
   readonly prefillLegSeconds: number | undefined;
-  readonly prefillCachedShare: number;
+  /** Absent when no run's engines counted their prefix-cache lookups (real llama.cpp replicas). */
+  readonly prefillCachedShare: number | undefined;
 }
 
 /** What the verdict needs of one run (a DemoResult has these fields). */
@@ -106,7 +107,7 @@ export function pdVerdict(results: readonly PdRunFigures[]): PdVerdict {
       transferShareOfTtft: average(runs.map((r) => r.pd?.transferShareOfTtft ?? 0)),
       prefillQueueSeconds: figure((pd) => pd.prefillQueueSeconds),
       prefillLegSeconds: figure((pd) => pd.prefillSeconds),
-      prefillCachedShare: average(runs.map((r) => r.pd?.prefillCachedShare ?? r.cacheHitRate)),
+      prefillCachedShare: prefillCachedShare(runs),
     };
   });
   const byTtft = [...summaries].sort((a, b) => a.ttft - b.ttft);
@@ -120,12 +121,25 @@ export function pdVerdict(results: readonly PdRunFigures[]): PdVerdict {
   return { summaries, ttftWinner: byTtft[0]!.configuration, tpotWinner: byTpot[0]!.configuration, lines };
 }
 
+/**
+ * The prefills' cached share over runs: the engines' own count, else (no request disaggregated) the
+ * answers' cached share; undefined where neither tells (a decode replica reports its adopted prompt cached).
+ */
+function prefillCachedShare(runs: readonly PdRunFigures[]): number | undefined {
+  const shares = runs.flatMap((r) => {
+    const share = r.pd?.prefillCachedShare ?? ((r.pd?.disaggregated ?? 0) === 0 ? r.cacheHitRate : undefined);
+    return share === undefined ? [] : [share];
+  });
+  return shares.length > 0 ? average(shares) : undefined;
+}
+
 function why(s: PdSummary): string {
   const parts = [`${pct(s.disaggregatedShare)} of requests disaggregated`];
   if (s.disaggregatedShare > 0) parts.push(`KV transfer ${pct1(s.transferShareOfTtft)} of TTFT`);
   if (s.prefillLegSeconds !== undefined) parts.push(`prefill leg ${ms(s.prefillLegSeconds)}`);
   if (s.prefillQueueSeconds !== undefined) parts.push(`mixed replicas' queue ${ms(s.prefillQueueSeconds)}`);
-  parts.push(`cached share of prefills ${s.prefillCachedShare.toFixed(2)}`);
+  if (s.prefillCachedShare !== undefined)
+    parts.push(`cached share of prefills ${s.prefillCachedShare.toFixed(2)}`);
   return `${s.configuration}: ${parts.join(', ')}`;
 }
 

@@ -150,35 +150,25 @@ export async function startLlamaReplicas(options: LlamaReplicaOptions): Promise<
   };
 }
 
-export interface LlamaPdOptions extends Omit<LlamaReplicaOptions, 'count'> {
-  /** Prefill replicas (started first: indexes 0..prefill-1). */
-  prefill: number;
-  /** Decode replicas (indexes prefill..prefill+decode-1). */
-  decode: number;
-}
-
-export interface LlamaPdReplicas extends LlamaReplicas {
-  readonly prefillUrls: readonly string[];
-  readonly decodeUrls: readonly string[];
+/** Replicas that all save and restore slots in one directory (the KV hand-off of llama.cpp PD). */
+export interface LlamaSharedSlotReplicas extends LlamaReplicas {
   /** The slot directory every replica shares (created when not given, and then removed by stop). */
   readonly slotSavePath: string;
 }
 
 /**
- * Prefill and decode llama-server replicas for prefill/decode disaggregation: the same model and
- * flags, and one `--slot-save-path` they all read and write (docs/real-engines.md). llama.cpp itself
- * has no roles: the gateway gives them (`preble serve --prefill URL --decode URL --dialect llamacpp`).
+ * `count` llama-server replicas with one `--slot-save-path` they all read and write
+ * (docs/real-engines.md): a temporary directory unless `slotSavePath` names one.
  */
-export async function startLlamaPdReplicas(options: LlamaPdOptions): Promise<LlamaPdReplicas> {
-  const { prefill, decode, ...rest } = options;
-  if (!Number.isInteger(prefill) || prefill < 1 || !Number.isInteger(decode) || decode < 1)
-    throw new Error('prefill and decode replicas: at least one of each');
+export async function startLlamaSharedSlotReplicas(
+  options: LlamaReplicaOptions,
+): Promise<LlamaSharedSlotReplicas> {
   const own = options.slotSavePath === undefined;
   const dir = own ? await mkdtemp(join(tmpdir(), 'preble-slots-')) : resolve(options.slotSavePath!);
   if (!own) await mkdir(dir, { recursive: true });
   let fleet: LlamaReplicas;
   try {
-    fleet = await startLlamaReplicas({ ...rest, count: prefill + decode, slotSavePath: dir });
+    fleet = await startLlamaReplicas({ ...options, slotSavePath: dir });
   } catch (error) {
     if (own) await rm(dir, { recursive: true, force: true });
     throw error;
@@ -188,8 +178,6 @@ export async function startLlamaPdReplicas(options: LlamaPdOptions): Promise<Lla
     get pids() {
       return fleet.pids;
     },
-    prefillUrls: fleet.urls.slice(0, prefill),
-    decodeUrls: fleet.urls.slice(prefill),
     slotSavePath: dir,
     kill: (index) => fleet.kill(index),
     restart: (index) => fleet.restart(index),
@@ -201,4 +189,32 @@ export async function startLlamaPdReplicas(options: LlamaPdOptions): Promise<Lla
       }
     },
   };
+}
+
+export interface LlamaPdOptions extends Omit<LlamaReplicaOptions, 'count'> {
+  /** Prefill replicas (started first: indexes 0..prefill-1). */
+  prefill: number;
+  /** Decode replicas (indexes prefill..prefill+decode-1). */
+  decode: number;
+}
+
+export interface LlamaPdReplicas extends LlamaSharedSlotReplicas {
+  readonly prefillUrls: readonly string[];
+  readonly decodeUrls: readonly string[];
+}
+
+/**
+ * Prefill and decode llama-server replicas for prefill/decode disaggregation: the same model and
+ * flags, and one `--slot-save-path` they all share. llama.cpp itself has no roles: the gateway gives
+ * them (`preble serve --prefill URL --decode URL --dialect llamacpp`).
+ */
+export async function startLlamaPdReplicas(options: LlamaPdOptions): Promise<LlamaPdReplicas> {
+  const { prefill, decode, ...rest } = options;
+  if (!Number.isInteger(prefill) || prefill < 1 || !Number.isInteger(decode) || decode < 1)
+    throw new Error('prefill and decode replicas: at least one of each');
+  const fleet = await startLlamaSharedSlotReplicas({ ...rest, count: prefill + decode });
+  return Object.assign(fleet, {
+    prefillUrls: fleet.urls.slice(0, prefill),
+    decodeUrls: fleet.urls.slice(prefill),
+  });
 }

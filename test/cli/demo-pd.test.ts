@@ -121,11 +121,12 @@ test('preble demo --pd runs colocated and disaggregated configurations over real
   assert.match(verdict.lines.join('\n'), /TPOT: .* wins/);
 });
 
-test('preble demo --pd refuses a colocated policy on prefill/decode replicas, and --real', async () => {
+test('preble demo --pd refuses a colocated policy on prefill/decode replicas, and a workload with --real', async () => {
   const colocated = await runCli(['demo', '--pd', '--policy', 'e2@2P2D', '--requests', '2']);
   assert.notEqual(colocated.code, 0);
   assert.match(colocated.stderr, /e2 is colocated/);
-  const real = await runCli(['demo', '--pd', '--real']);
+  // Refused before anything is built or started: the real demo runs its own stream.
+  const real = await runCli(['demo', '--pd', '--real', '--workload', 'toolbench']);
   assert.notEqual(real.code, 0);
-  assert.match(real.stderr, /--pd --real/);
+  assert.match(real.stderr, /--pd --real runs its own shared-document stream/);
 });
