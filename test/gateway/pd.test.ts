@@ -32,8 +32,12 @@ async function engine(
   return { server, url };
 }
 
-async function pdGateway(replicas: ReplicaSpec[], options: Partial<GatewayOptions> = {}) {
-  const g = await startGateway(replicas, { drainSeconds: 1, ...options }, 'distserve');
+async function pdGateway(
+  replicas: ReplicaSpec[],
+  options: Partial<GatewayOptions> = {},
+  policy = 'distserve',
+) {
+  const g = await startGateway(replicas, { drainSeconds: 1, ...options }, policy);
   gateways.push(g.gateway);
   const counts = () => ({
     policy: g.policyInflight(),
@@ -94,6 +98,34 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
     assert.match(t, /preble_pd_kv_transfer_seconds_count 4/);
     const d = await pd.gateway.metrics.registry.getSingleMetricAsString('preble_pd_decode_ttft_seconds');
     assert.match(d, /preble_pd_decode_ttft_seconds_count 4/);
+  });
+
+  it('routes both legs with the other disaggregated policies of the core (splitwise, prefix-pd)', async () => {
+    for (const policy of ['splitwise', 'prefix-pd']) {
+      const prefill = await engine('prefill');
+      const decode = await engine('decode');
+      const g = await pdGateway(
+        [
+          { url: prefill.url, role: 'prefill' },
+          { url: decode.url, role: 'decode' },
+        ],
+        {},
+        policy,
+      );
+      for (const stream of [false, true]) {
+        const r = await post(g.url, '/v1/completions', {
+          prompt: `${policy} places both legs ${stream}`,
+          max_tokens: 6,
+          stream,
+        });
+        assert.equal(r.status, 200, `${policy}: ${r.text}`);
+        assert.equal(r.headers.get('x-preble-prefill-replica'), prefill.url, policy);
+        assert.equal(r.headers.get('x-preble-replica'), decode.url, policy);
+        const text = stream ? sseAnswer(r.text).out : JSON.parse(r.text).choices[0].text;
+        assert.equal(text.length, 6, policy);
+      }
+      await settle(g.counts);
+    }
   });
 
   it('a failing prefill replica is retried on another prefill replica', async () => {
