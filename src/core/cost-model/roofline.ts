@@ -39,21 +39,30 @@ export const ROOFLINE_DEFAULTS = {
   overheadSeconds: 0.5e-3,
 } as const;
 
-/** The hardware an iteration runs on: a model over `gpuCount` tensor-parallel GPUs. */
-export type Hardware = Pick<Instance, 'model' | 'gpu' | 'gpuCount'>;
+/** The hardware an iteration runs on: a model over `gpuCount` GPUs, in `pipelineStages` stages (default 1). */
+export type Hardware = Pick<Instance, 'model' | 'gpu' | 'gpuCount' | 'pipelineStages'>;
 
 /**
  * The memory-bandwidth floor of one iteration, in seconds: every weight and the KV of every sequence token
  * in the batch read once, at the GPUs' full datasheet bandwidth (summed over the tensor-parallel GPUs):
  * (params x bytes per param + KV bytes per token x seqTokens) / (bandwidth x gpuCount). No real engine is
  * faster; the roofline's memory arm is this divided by its bandwidth efficiency (plus the KV it writes).
+ * With pipeline stages, every micro-batch reads its stage's weights (see the code).
  * Throws for a stand-in GPU without a bandwidth (the CPU preset's thread), where no such floor is known.
  */
 export function memoryBandwidthFloor(hardware: Hardware, batch: BatchShape): number {
   const { model, gpu, gpuCount } = hardware;
   if (!(gpu.bandwidth > 0)) throw new Error(`${gpu.name} has no memory bandwidth, so no bandwidth floor`);
-  const bytes = model.params * model.bytesPerParam + kvBytesPerToken(model) * batch.seqTokens;
-  return bytes / (gpu.bandwidth * gpuCount);
+  const weights = model.params * model.bytesPerParam;
+  const kv = kvBytesPerToken(model) * batch.seqTokens;
+  const stages = hardware.pipelineStages ?? 1;
+  if (stages === 1) return (weights + kv) / (gpu.bandwidth * gpuCount);
+  // Pipeline stages: a stage serves one micro-batch at a time and each micro-batch reads the stage's
+  // weights, so m = min(stages, requests) micro-batches take max(m, stages) passes of a stage holding
+  // 1/stages of the weights and of a micro-batch's KV, on gpuCount / stages GPUs.
+  const micro = Math.max(1, Math.min(stages, batch.requests));
+  const pass = (weights + kv / micro) / stages / (gpu.bandwidth * (gpuCount / stages));
+  return Math.max(micro, stages) * pass;
 }
 
 /** Attention FLOPs per (new token, context token) pair: QK^T and AV, 2 * hidden each, in every layer. */
