@@ -20,6 +20,7 @@ export {
   kvBytesPerToken,
   kvCapacityTokens,
 } from './instance.ts';
+export { layerMatrixParams } from './layer-weights.ts';
 export { type LinearCoefficients, linearCostModel } from './linear.ts';
 export { LLAMA2_7B_H100_COEFFICIENTS } from './llama2-7b-h100.ts';
 export {
