@@ -4,7 +4,7 @@ import {
   type InstanceCostModel,
   instanceKvMemory,
 } from './instance.ts';
-import { attentionFlopsPerPair, ROOFLINE_DEFAULTS, type RooflineOptions } from './roofline.ts';
+import { attentionFlopsPerPair, ROOFLINE_DEFAULTS, type RooflineOptions } from './roofline-defaults.ts';
 import { type Line, sumMaxOfLines } from './series.ts';
 import { type BatchShape, prefillByIteration } from './types.ts';
 
@@ -39,7 +39,8 @@ const FALLBACK_INTERCONNECT = 32e9;
 
 /**
  * The roofline of `roofline.ts` over tp x pp GPUs, with the communication tensor and pipeline
- * parallelism add. `parallelCostModel({ model, gpu })` (tp = pp = 1) is `rooflineCostModel` exactly.
+ * parallelism add. `rooflineCostModel` is this with a free link (no communication), so with tp = pp = 1 the
+ * two are the same model.
  *
  * One stage (layers / pp, rounded up: the slowest stage sets the pace) on tp GPUs runs a micro-batch in
  *   max(FLOPs / (tp x peak x MFU), bytes / (tp x bandwidth x efficiency)) x stage share
