@@ -70,7 +70,9 @@ export function resolveSpecModel(spec: InstanceSpec, field: string): ResolvedMod
     if (gpu === undefined)
       throw new FleetSpecError(`${field}.gpu`, `unknown GPU '${spec.gpu}'; valid: ${gpuList()}`);
     const tp = spec.tensorParallel ?? 1;
-    const name = `roofline:${shape.name}@${gpu}${tp === 1 ? '' : `x${tp}`}`;
+    const pp = spec.pipelineParallel ?? 1;
+    // The cost model runs the spec's stages too (pipeline bubbles, sends between stages: parallel.ts).
+    const name = `roofline:${shape.name}@${gpu}${tp === 1 ? '' : `x${tp}`}${pp === 1 ? '' : `p${pp}`}`;
     try {
       costModelPreset(name);
     } catch (error) {

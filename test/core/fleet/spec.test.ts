@@ -92,6 +92,14 @@ test('a preset brings its GPU and tensor parallelism; agreeing values are accept
   assert.equal(inst!.model, 'llama3-70b');
 });
 
+test('a bare model with pipeline stages gets the cost model of those stages', () => {
+  const [inst] = buildFleet(
+    parseFleetConfig([{ model: 'llama3-70b', gpu: 'a100', tensorParallel: 2, pipelineParallel: 2 }]),
+  ).instances;
+  assert.equal(inst!.costModel, 'roofline:llama3-70b@a100-80gx2p2');
+  assert.equal(inst!.gpus, 4);
+});
+
 test('prices: the spec wins, else GPUs x the listed GPU price (Splitwise Table I), else unknown', () => {
   const fleet = buildFleet(
     parseFleetConfig([
