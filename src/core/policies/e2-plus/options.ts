@@ -37,17 +37,6 @@ export interface E2PlusOptions {
    * are prefilled first, so they decode by the time its prefill runs and it delays them too.
    */
   readonly aheadDecoding: boolean;
-  /**
-   * Decode steps priced with the contexts of the requests in flight on the instance (their prompts and
-   * half their expected outputs), not as if every one had this request's context.
-   */
-  readonly batchContext: boolean;
-  /**
-   * A request's decode shares its steps with the prefills routed to its instance while it decodes:
-   * charge it the prefill seconds routed there over the last span as long as its own expected decode
-   * (the recent rate stands in for the arrivals it cannot see).
-   */
-  readonly recentPrefill: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -77,8 +66,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
-  batchContext: false,
-  recentPrefill: false,
   aheadDecoding: true,
   memoryTieBreak: true,
   evictionCost: true,

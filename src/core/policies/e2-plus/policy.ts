@@ -44,8 +44,6 @@ interface Flight {
   started: boolean;
   /** When it was admitted (its prefill has been running since). */
   startedAt: number;
-  /** Its context in a decode step (prompt + half the expected output), counted in `contextTokens`. */
-  readonly context: number;
 }
 
 interface InstanceState {
@@ -57,10 +55,6 @@ interface InstanceState {
   decoding: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
-  /** Sum of the in-flight requests' `context` (`batchContext`). */
-  contextTokens: number;
-  /** Prefill seconds routed here, oldest first, with their routing times (`recentPrefill`). */
-  readonly routedPrefill: { time: number; prefill: number }[];
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -98,8 +92,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
   private routingMatch: ClusterMatch | null = null;
-  /** The output length `choose` expected for the request being routed (its flight's context). */
-  private routingOutput = 0;
   private readonly victimPricing: WindowShareVictimPricing;
   /** Instances that have reported an eviction: their reports replace the global LRU model (`predictEvictions`). */
   private readonly reportsEvictions = new Set<InstanceId>();
@@ -143,7 +135,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.routingMatch = match;
     const mark = this.tree.markPath(match.path);
     const out = this.expectedOutput(match);
-    this.routingOutput = out;
     const context = tokens.length + out / 2;
     const costs: E2PlusInstanceCost[] = [];
     let best = -1;
@@ -178,14 +169,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
     const prefill = model.prefillTime(missed, matched);
-    // Without batchContext every request in the batch is taken to have this request's context.
-    const others = this.options.batchContext ? state.contextTokens : batch * context;
-    const withIt = this.stepTime(batch + 1, others + context);
+    const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
-      decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, others));
+      decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
       const delayed =
         state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
@@ -199,11 +188,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
     const queued = this.queuedAhead(state, matched, now);
-    if (this.options.recentPrefill) {
-      // The decode lasts its steps plus the prefills it shares them with: one fixed-point step.
-      const shared = this.prefillRoutedSince(state, now - out * withIt);
-      decode += this.prefillRoutedSince(state, now - out * withIt - shared);
-    }
     const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
@@ -254,18 +238,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     return f.started && o.startedAhead;
   }
 
-  /** Prefill seconds routed to the instance since `since` (`recentPrefill`). */
-  private prefillRoutedSince(state: InstanceState, since: number): number {
-    let sum = 0;
-    const log = state.routedPrefill;
-    for (let k = log.length - 1; k >= 0 && log[k]!.time >= since; k--) sum += log[k]!.prefill;
-    return sum;
-  }
-
-  /** Seconds of one decode iteration for `batch` requests holding `contextTokens` in all. */
-  private stepTime(batch: number, contextTokens: number): number {
+  /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
+  private stepTime(batch: number, context: number): number {
     if (batch <= 0) return 0;
-    const seq = contextTokens + batch;
+    const seq = batch * (context + 1);
     return this.options.costModel.iterationTime({
       requests: batch,
       newTokens: batch,
@@ -323,16 +299,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const chosen = decision.costs.find((c) => c.instance === instance);
     const queuedPrefill = chosen?.prefill ?? 0;
     state.queuedPrefill += queuedPrefill;
-    if (this.options.recentPrefill) {
-      const log = state.routedPrefill;
-      log.push({ time: now, prefill: queuedPrefill });
-      // Keep what a decode could span: the window's length.
-      let old = 0;
-      while (old < log.length && log[old]!.time < now - this.options.windowSeconds) old++;
-      if (old > 64) log.splice(0, old);
-    }
-    const context = request.tokens.length + this.routingOutput / 2;
-    state.contextTokens += context;
     const flight: Flight = {
       instance,
       entry,
@@ -340,7 +306,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       matched: decision.matchedTokens,
       started: false,
       startedAt: 0,
-      context,
     };
     state.queue.add(flight);
     this.flights.set(request.id, flight);
@@ -391,7 +356,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (f === undefined) return;
     this.flights.delete(id);
     const state = this.stateFor(instance);
-    state.contextTokens = Math.max(0, state.contextTokens - f.context);
     if (f.queuedPrefill >= 0) this.prefillDone(f);
     else state.decoding = Math.max(0, state.decoding - 1);
     const e = f.entry;
@@ -475,14 +439,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = {
-        queuedPrefill: 0,
-        queue: new Set(),
-        decoding: 0,
-        windowRequests: 0,
-        contextTokens: 0,
-        routedPrefill: [],
-      };
+      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0 };
       this.states[instance] = s;
     }
     return s;
