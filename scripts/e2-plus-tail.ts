@@ -1,0 +1,113 @@
+/**
+ * What makes up e2-plus's p99 tail in one policies-grid cell (docs/e2.md, measurement log step 13):
+ * for each policy, mean / p99 latency and TTFT, and for the requests at or above the p99 latency,
+ * where the time went (queued before admission, prefill, decode), their branch, and the in-flight
+ * imbalance at their routing (requests on the chosen instance against the least loaded one).
+ *
+ *   node --import tsx scripts/e2-plus-tail.ts WORKLOAD INSTANCES [--seed S] [--load light|medium|heavy]
+ *     [--rps R] [--requests N] [--policies a,b] [--options JSON] [--warmup SECONDS] [--tail]
+ *
+ * Without --rps the cell's rate is the grid's (round robin's saturation sweep, src/experiments/policies.ts).
+ * --options: e2-plus options for a variant (run as series 'e2-plus*').
+ */
+import { costModelPreset } from '../src/core/cost-model/presets.ts';
+import { LOADS, saturationRate } from '../src/experiments/policies.ts';
+import type { SimRecord } from '../src/sim/record.ts';
+import { runSimulation } from '../src/sim/run.ts';
+import { mixed } from '../src/workloads/mixed.ts';
+import { createWorkload } from '../src/workloads/registry.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i < 0 ? undefined : args[i + 1];
+};
+const [workload = 'toolbench', instancesArg = '4'] = args.filter(
+  (a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'),
+);
+const instances = Number(instancesArg);
+const seed = Number(flag('--seed') ?? 0);
+const requests = Number(flag('--requests') ?? 1500);
+const load = LOADS.find((l) => l.name === (flag('--load') ?? 'heavy'));
+if (load === undefined) throw new Error('--load must be light, medium or heavy');
+const stream = (n: number, rps: number, s: number) =>
+  workload === 'mixed'
+    ? mixed({ requests: n, rps, seed: s })
+    : createWorkload(workload, { requests: n, rps, seed: s });
+const costModel = costModelPreset('mistral-7b-a6000');
+const rps =
+  flag('--rps') !== undefined
+    ? Number(flag('--rps'))
+    : Math.round(saturationRate(stream, instances, seed, requests, costModel).rps * load.share * 100) / 100;
+const policies = (flag('--policies') ?? 'e2-plus,cache-aware').split(',');
+const variant = flag('--options');
+/** Leave arrivals before this many seconds out of the report's figures (the tail analysis keeps them). */
+const warmup = Number(flag('--warmup') ?? 0);
+const runs: { name: string; policy: string; options?: Record<string, unknown> }[] = policies.map((p) => ({
+  name: p,
+  policy: p,
+}));
+if (variant !== undefined) runs.push({ name: 'e2-plus*', policy: 'e2-plus', options: JSON.parse(variant) });
+
+const pct = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+};
+const f = (x: number) => x.toFixed(3);
+
+/** Requests in flight on each instance at time t (dispatched, not finished). */
+function inflightAt(records: readonly SimRecord[], t: number): number[] {
+  const n = new Array<number>(instances).fill(0);
+  for (const r of records) if (r.dispatch < t && r.finish > t) n[r.instance]!++;
+  return n;
+}
+
+console.log(`${workload} x${instances} @ ${rps} rps, seed ${seed}, ${requests} requests`);
+for (const run of runs) {
+  const { report, result } = runSimulation({
+    policy: run.policy,
+    workload,
+    instances,
+    rps,
+    costModel,
+    seed,
+    requests: () => stream(requests, rps, seed),
+    ...(warmup > 0 ? { warmupSeconds: warmup } : {}),
+    ...(run.options === undefined ? {} : { policyOptions: run.options }),
+  });
+  const recs = result.records.filter((r) => r.finish >= 0);
+  const lat = recs.map((r) => r.finish - r.arrival);
+  const p99 = pct(lat, 0.99);
+  const tail = recs.filter((r) => r.finish - r.arrival >= p99);
+  const part = (sel: (r: SimRecord) => number) => f(tail.reduce((s, r) => s + sel(r), 0) / tail.length);
+  console.log(
+    `${run.name}: mean ${f(report.latency.mean)} p99 ${f(report.latency.p99)} ttft ${f(report.ttft.mean)} / ${f(report.ttft.p99)} hit ${f(report.cacheHitRate)} branches ${JSON.stringify(report.branches)}`,
+  );
+  console.log(
+    `  tail (${tail.length}): queued ${part((r) => r.start - r.arrival)} prefill ${part((r) => r.firstToken - r.start)} decode ${part((r) => r.finish - r.firstToken)} out ${part((r) => r.outputTokens)} prompt ${part((r) => r.promptTokens)} cached ${part((r) => r.cachedTokens)}`,
+  );
+  const overtakes = (r: SimRecord) =>
+    recs.filter((o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start).length;
+  console.log(`  tail overtaken by later arrivals: ${part(overtakes)} a request`);
+  const all = (sel: (r: SimRecord) => number) => f(recs.reduce((s, r) => s + sel(r), 0) / recs.length);
+  console.log(
+    `  all: queued ${all((r) => r.start - r.arrival)} prefill ${all((r) => r.firstToken - r.start)} decode ${all((r) => r.finish - r.firstToken)} out ${all((r) => r.outputTokens)}`,
+  );
+  // The cold start: the first 100 arrivals per instance (count, missed prompt tokens, mean latency).
+  const first = result.records.slice(0, 100);
+  const per = Array.from({ length: instances }, (_, i) => first.filter((r) => r.instance === i));
+  console.log(
+    `  first 100: ${per.map((rs) => `${rs.length} req ${rs.reduce((s, r) => s + r.promptTokens - r.cachedTokens, 0)} missed ${rs.reduce((s, r) => s + r.promptTokens, 0)} prompt ${f(rs.reduce((s, r) => s + r.finish - r.arrival, 0) / Math.max(1, rs.length))} s`).join(' | ')}`,
+  );
+  if (args.includes('--tail'))
+    for (const r of tail.sort((a, b) => a.arrival - b.arrival)) {
+      const load = inflightAt(recs, r.arrival);
+      // Requests routed to the same instance after r that the engine admitted before it (lpm overtakes).
+      const overtaken = recs.filter(
+        (o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start,
+      ).length;
+      console.log(
+        `   ${r.id} i${r.instance} ${r.branch} lat ${f(r.finish - r.arrival)} q ${f(r.start - r.arrival)} pf ${f(r.firstToken - r.start)} dec ${f(r.finish - r.firstToken)} out ${r.outputTokens} prompt ${r.promptTokens} cached ${r.cachedTokens}/${r.predictedCachedTokens} inflight ${load.join(',')} overtaken ${overtaken}`,
+      );
+    }
+}
