@@ -180,8 +180,9 @@ export class Engine {
   private swapSeconds = 0;
   private swapOutsTotal = 0;
   private swapInsTotal = 0;
-  /** GPU KV reserved for incoming migrations. */
+  /** GPU KV reserved for incoming migrations, and requests suspended for their stop-and-copy. */
   private incomingTokens = 0;
+  private migratingCount = 0;
 
   constructor(options: EngineOptions) {
     const o = resolveEngineOptions(options);
@@ -369,6 +370,18 @@ export class Engine {
       throw new Error(`engine: cannot suspend '${id}' for a migration (${r?.phase ?? 'not here'})`);
     this.running.splice(this.running.indexOf(r), 1);
     r.phase = 'migrating';
+    this.migratingCount++;
+  }
+
+  /** Live migration, source: a suspended request rejoins the batch (the migration was aborted). */
+  resume(id: string): void {
+    const r = this.byId.get(id);
+    if (r === undefined || r.phase !== 'migrating')
+      throw new Error(`engine: cannot resume '${id}' (${r?.phase ?? 'not here'})`);
+    r.phase = 'decode';
+    this.running.push(r);
+    this.migratingCount--;
+    this.stalled = false;
   }
 
   /**
@@ -380,6 +393,7 @@ export class Engine {
     if (r === undefined || (r.phase !== 'migrating' && r.phase !== 'decode'))
       throw new Error(`engine: cannot migrate '${id}' out (${r?.phase ?? 'not here'})`);
     if (r.phase === 'decode') this.running.splice(this.running.indexOf(r), 1);
+    else this.migratingCount--;
     this.release(r);
     r.phase = 'gone';
     this.byId.delete(id);
@@ -393,12 +407,14 @@ export class Engine {
 
   /**
    * Live migration, destination: adopt a migrated request (`adopt`'s checks) at the head of the adopt
-   * queue; it started elsewhere, so its admission here sends no `started` event.
+   * queue; it started elsewhere, so its admission here sends no `started` event, and its finish reports
+   * the source's cache hit (`kv.cachedTokens`).
    */
-  adoptMigrated(request: EngineRequest, kv: AdoptedKv, now: number): void {
+  adoptMigrated(request: EngineRequest, kv: MigratedKv, now: number): void {
     this.adopt(request, kv, now);
     const r = this.adoptQueue.pop()!;
     r.started = true;
+    r.admittedCached = kv.cachedTokens;
     this.adoptQueue.unshift(r);
   }
 
@@ -412,7 +428,7 @@ export class Engine {
     return out;
   }
 
-  /** Something can run: running requests, or waiting ones unless held KV stalls them. */
+  /** Something can run: running requests, or waiting ones unless held or migrating KV stalls them. */
   hasWork(): boolean {
     return (
       this.running.length > 0 || (!this.stalled && (this.waiting.length > 0 || this.adoptQueue.length > 0))
@@ -467,10 +483,10 @@ export class Engine {
       newTimesSeq += r.batchNew * r.batchSeq;
     }
     if (batch.length === 0) {
-      if (this.heldCount === 0) {
+      if (this.heldCount === 0 && this.incomingTokens === 0 && this.migratingCount === 0) {
         throw new Error('engine: requests are waiting but none can run (internal error)');
       }
-      // Held KV leaves no room for what waits: idle until something is released.
+      // Held or migrating KV leaves no room for what waits: idle until something is released.
       this.stalled = true;
       return {
         duration: 0,
@@ -541,6 +557,7 @@ export class Engine {
       r.hostTokens = 0;
     } else if (r.phase === 'migrating') {
       this.release(r);
+      this.migratingCount--;
     } else {
       this.running.splice(this.running.indexOf(r), 1);
       this.release(r);
@@ -695,6 +712,7 @@ export class Engine {
       if (r.reserveLeft !== 0 || r.generated !== 1) throw new Error(`engine: held '${r.id}' is off`);
     }
     if (held !== this.heldCount || heldTokens !== this.heldTokens) throw new Error('engine: held count');
+    if (migrating !== this.migratingCount) throw new Error('engine: migrating count');
     if (
       this.byId.size !==
       this.running.length + this.waiting.length + this.adoptQueue.length + held + migrating
@@ -798,8 +816,8 @@ export class Engine {
       this.privateTokens += r.privateTokens;
       r.reserveLeft = reserve;
       this.reservedTokens += reserve;
-      // Adopted KV counts as cached; a swapped-in request keeps its own admission's hit.
-      if (!swappedIn) r.admittedCached = prompt.length;
+      // Adopted KV counts as cached; a swapped-in or migrated request keeps its first admission's hit.
+      if (!r.started) r.admittedCached = prompt.length;
       r.done = prompt.length;
       r.recomputeLeft = 0;
       r.chunk = 0;
