@@ -1,5 +1,5 @@
 import { withDefaults } from '../with-defaults.ts';
-import { admitInOrder, noReserve } from './admission.ts';
+import { admitInOrder, kvForAdmitted, noReserve } from './admission.ts';
 import type { PreemptionPlan, QueueContext, QueuedRequest, QueuePolicy, RunningRequest } from './types.ts';
 
 export interface FastServeOptions {
@@ -99,15 +99,8 @@ export function createFastServePolicy(options: FastServeOptions = {}): QueuePoli
     priority,
     preemptFor(waiting, running, ctx): PreemptionPlan | undefined {
       const admitted = select(waiting, ctx);
-      if (admitted.length >= ctx.maxRequests || admitted.length >= order.length) return undefined;
-      let kvTokens = 0;
-      let budget = ctx.tokenBudget;
-      for (const r of admitted) {
-        // The whole prompt: a cached prefix the engine pins stops being evictable.
-        kvTokens += Math.max(0, r.promptTokens);
-        budget -= Math.max(1, r.promptTokens - r.cachedTokens);
-      }
-      if (budget < 1) return undefined;
+      const before = kvForAdmitted(admitted, order.length, ctx);
+      if (before === undefined) return undefined;
       const index = order[admitted.length]!;
       const target = waiting[index]!;
       const rank = ranks[index]!;
@@ -126,7 +119,7 @@ export function createFastServePolicy(options: FastServeOptions = {}): QueuePoli
       }
       if (victims.length === 0) return undefined;
       victims.sort((a, b) => b.level - a.level || b.r.enqueuedAt - a.r.enqueuedAt);
-      kvTokens += Math.max(0, target.promptTokens);
+      const kvTokens = before + Math.max(0, target.promptTokens);
       return { target, kvTokens, victims: victims.map((v) => v.r) };
     },
   };
