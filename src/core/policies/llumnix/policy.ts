@@ -144,6 +144,8 @@ export class LlumnixPolicy extends BasePolicy {
     if (t === undefined) return;
     this.tracked.delete(id);
     if (t.high) this.headroom.add(t.instance, -this.o.priorityHeadroomTokens);
+    // It ended before its migration did (that one will end aborted, finding nothing to clear).
+    if (t.migrating) this.migratingFrom.add(t.instance, -1);
   }
 
   protected override onMoved(id: string, from: InstanceId, to: InstanceId): void {
@@ -171,6 +173,9 @@ export class LlumnixPolicy extends BasePolicy {
   /** Pair the least free sources with the most free destinations; one migration per pair. */
   override tick(now: number): void {
     super.tick(now);
+    // Asks nobody took (a face that does not migrate: the gateway) are dropped, not piled up.
+    for (const m of this.asked) this.settle(m.id, m.from);
+    this.asked = [];
     const sources: { i: InstanceId; f: number }[] = [];
     const destinations: { i: InstanceId; f: number }[] = [];
     for (const s of this.view.known()) {
@@ -209,6 +214,11 @@ export class LlumnixPolicy extends BasePolicy {
     now: number,
   ): void {
     super.migrationEnded(id, from, to, outcome, now);
+    this.settle(id, from);
+  }
+
+  /** A migration of `id` off `from` is over (or was never taken). */
+  private settle(id: string, from: InstanceId): void {
     const t = this.tracked.get(id);
     if (t?.migrating === true) {
       t.migrating = false;

@@ -125,3 +125,26 @@ describe('llumnix policy', () => {
     assert.throws(() => new LlumnixPolicy({ maxMigrationsPerTick: -1 }), /maxMigrationsPerTick/);
   });
 });
+
+describe('llumnix policy where nothing migrates (the gateway)', () => {
+  it('drops asks nobody took at the next tick, and frees a source whose request finished mid-migration', () => {
+    const p = cluster(2);
+    p.loadSignal(0, signal(0, 0), 0);
+    p.loadSignal(1, signal(0, 9_000), 0);
+    for (const id of ['a', 'b']) {
+      assert.equal(p.route({ id, tokens: tokens(id === 'a' ? 10 : 20), arrival: 0 }, 0).instance, 0);
+      p.requestFirstToken(id, 0.1);
+    }
+    p.loadSignal(0, signal(2, 9_990), 1);
+    p.loadSignal(1, signal(0, 0), 1);
+    p.tick(1);
+    p.tick(2);
+    assert.deepEqual(p.migrations(2), [{ id: 'a', from: 0, to: 1 }], 'asked again, not piled up');
+    p.requestFinished('a', 2.5, { promptTokens: 10, cachedTokens: 0, outputTokens: 1 });
+    p.tick(3);
+    assert.deepEqual(p.migrations(3), [{ id: 'b', from: 0, to: 1 }], 'the source is free again');
+    p.migrationEnded('a', 0, 1, 'aborted', 3.1);
+    p.tick(4);
+    assert.deepEqual(p.migrations(4), [], "b's migration is still under way");
+  });
+});
