@@ -595,6 +595,9 @@ export class Engine {
       cachedPromptTokensTotal: this.cachedPromptTokensTotal,
       generationTokensTotal: this.generationTokensTotal,
       preemptionsTotal: this.preemptionsTotal,
+      ...(this.host.capacityTokens > 0
+        ? { swapOutsTotal: this.swapOutsTotal, swapInsTotal: this.swapInsTotal }
+        : {}),
     };
   }
 

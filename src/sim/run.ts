@@ -4,6 +4,7 @@ import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
 import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
+import type { EngineSnapshot } from '../engine/types.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
@@ -128,6 +129,8 @@ export interface SimReport {
     readonly aborted: number;
     readonly copiedTokens: number;
   };
+  /** Only with a host KV pool (`hostKvTokens`): preemptions, and how many of them swapped out and back in. */
+  readonly swaps?: { readonly preemptions: number; readonly swapOuts: number; readonly swapIns: number };
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -294,6 +297,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...(stages === undefined ? {} : { stages }),
     ...(result.fleetLog.length === 0 ? {} : { fleetLog: result.fleetLog }),
     ...(result.migrationLog === undefined ? {} : { migrations: migrationSummary(result.migrationLog) }),
+    ...(spec.hostKvTokens === undefined ? {} : { swaps: swapSummary(result.engines) }),
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,
     meanOutputTokens: records.length > 0 ? output / records.length : 0,
@@ -302,6 +306,18 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
 }
 
 export type { SimRecord };
+
+function swapSummary(engines: readonly EngineSnapshot[]): NonNullable<SimReport['swaps']> {
+  let preemptions = 0;
+  let swapOuts = 0;
+  let swapIns = 0;
+  for (const e of engines) {
+    preemptions += e.preemptionsTotal;
+    swapOuts += e.swapOutsTotal ?? 0;
+    swapIns += e.swapInsTotal ?? 0;
+  }
+  return { preemptions, swapOuts, swapIns };
+}
 
 function migrationSummary(log: readonly MigrationLogEntry[]): NonNullable<SimReport['migrations']> {
   let done = 0;
