@@ -52,7 +52,13 @@ test('preble sim --queue-policy fastserve --host-kv-tokens runs; a bad pool size
     '--json',
   ]);
   assert.equal(ok.code, 0, ok.stderr);
-  assert.equal((JSON.parse(ok.stdout) as { completed: number }).completed, 40);
+  const report = JSON.parse(ok.stdout) as {
+    completed: number;
+    swaps: { preemptions: number; swapOuts: number; swapIns: number };
+  };
+  assert.equal(report.completed, 40);
+  assert.ok(report.swaps.swapOuts <= report.swaps.preemptions);
+  assert.equal(report.swaps.swapIns, report.swaps.swapOuts, 'every swapped request came back');
   const bad = await runCli(['sim', '--host-kv-tokens', 'lots']);
   assert.notEqual(bad.code, 0);
   assert.equal(bad.stderr.trim().split('\n').length, 1);
