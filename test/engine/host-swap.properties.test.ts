@@ -30,6 +30,8 @@ const scenarioArb = fc.record({
   capacity: fc.integer({ min: 160, max: 400 }),
   host: fc.constantFrom(0, 60, 200, 100_000),
   policy: fc.constantFrom('fcfs', 'fastserve', 'splitwise-mixed', 'lpm', 'larry'),
+  // A decode-role engine takes requests by adopting their KV, and can only swap.
+  decodeRole: fc.boolean(),
   budget: fc.integer({ min: 16, max: 256 }),
   maxRunning: fc.integer({ min: 1, max: 10 }),
   quantum: fc.integer({ min: 1, max: 8 }),
@@ -48,6 +50,7 @@ describe('engine host KV pool (properties)', () => {
           maxRunning: s.maxRunning,
           minEvictionTokens: 1,
           hostKvTokens: s.host,
+          ...(s.decodeRole ? { role: 'decode' as const } : {}),
           swapBandwidth: 1000,
         });
         const outputs = new Map<string, number>();
@@ -81,7 +84,14 @@ describe('engine host KV pool (properties)', () => {
             const tokens = concat(prefix, seq(op.suffix, 1_000_000 + 1000 * id));
             if (tokens.length + op.output > s.capacity) continue;
             const rid = `r${id++}`;
-            engine.submit({ id: rid, tokens, outputTokens: op.output }, now);
+            if (!s.decodeRole) engine.submit({ id: rid, tokens, outputTokens: op.output }, now);
+            else if (op.output >= 2)
+              engine.adopt(
+                { id: rid, tokens, outputTokens: op.output },
+                { kvTokens: tokens.length, generated: 1 },
+                now,
+              );
+            else continue;
             outputs.set(rid, op.output);
             live.add(rid);
           } else if (op.kind === 'step') {
@@ -102,7 +112,8 @@ describe('engine host KV pool (properties)', () => {
         for (const n of finished.values()) assert.equal(n, 1);
         const u = engine.kvUsage();
         assert.deepEqual([u.privateTokens, u.pinnedTokens, u.hostTokens, u.incomingTokens], [0, 0, 0, 0]);
-        if (s.host === 0) assert.equal(engine.swapStats().swapOuts, 0);
+        if (s.host === 0)
+          assert.equal(engine.swapStats().swapOuts, 0, 'no pool: untimed swaps or recomputation');
         const swaps = engine.swapStats();
         assert.ok(swaps.swapIns <= swaps.swapOuts);
       }),
