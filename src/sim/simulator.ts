@@ -1,6 +1,7 @@
 import TinyQueue from 'tinyqueue';
 import type { CostModel } from '../core/cost-model/types.ts';
 import {
+  KV_LINK_CLASSES,
   kvArrival,
   type LinkPlacement,
   linkBetween,
@@ -20,6 +21,7 @@ import type {
 import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
 import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
+import { type MigrationLogEntry, type MigrationSetup, Migrator } from './migration.ts';
 import type { SimRecord } from './record.ts';
 
 /** One instance of a fleet that is not N copies of one engine (other hardware, other settings). */
@@ -93,6 +95,8 @@ export interface SimulatorOptions {
   readonly exclusivePrefixes?: boolean;
   /** Seconds between load-signal polls of every instance (SAL polls 10 times a second). Default 0.1. */
   readonly signalInterval?: number;
+  /** Live migrations a policy asks for (`GlobalPolicy.migrations`): link and rounds (src/sim/migration.ts). */
+  readonly migration?: MigrationSetup;
   /** Told after every iteration with the engine's state (tests, detailed metrics). */
   readonly onIteration?: (instance: InstanceId, iteration: Iteration, engine: Engine, now: number) => void;
   /** Told every `progressEvery` finished requests (progress bars live at the edge). */
@@ -114,6 +118,8 @@ export interface SimResult {
   readonly engines: EngineSnapshot[];
   /** The fleet's changes (fleet actions and policy requests), in order; empty without any. */
   readonly fleetLog: FleetLogEntry[];
+  /** Live migrations, step by step, in order: present when the policy asks for migrations. */
+  readonly migrationLog?: MigrationLogEntry[];
 }
 
 type SimEvent =
@@ -141,6 +147,7 @@ type SimEvent =
       readonly kind: 'fleet';
       readonly action: FleetAction;
     }
+  | { readonly time: number; readonly seq: number; readonly kind: 'migration'; readonly step: () => void }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
 
@@ -289,6 +296,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       byId.delete(f.id);
     }
     journeys.delete(f.id);
+    if (migrator !== undefined) requestsInFlight.delete(f.id);
     inFlight--;
     finished++;
     lastFinish = end;
@@ -436,6 +444,32 @@ export function simulate(options: SimulatorOptions): SimResult {
     });
   };
   const runners = engines.map((_, i) => runnerFor(i));
+
+  // Live migrations (a policy with `migrations`): rounds on the KV link model, as events.
+  const requestsInFlight = new Map<string, EngineRequest>();
+  const migrator =
+    policy.migrations === undefined
+      ? undefined
+      : new Migrator(
+          {
+            engines,
+            policy,
+            request: (id) => requestsInFlight.get(id),
+            canReceive: (to) =>
+              standing[to] === 'active' && (roles[to] === 'mixed' || roles[to] === 'decode'),
+            link: (from, to) =>
+              (placement === undefined ? null : linkBetween(placement, from, to)) ??
+              options.migration?.link ??
+              KV_LINK_CLASSES['infiniband-200'],
+            kvBytesPerToken: (from) => fleet[from]!.kvBytesPerToken ?? fleet[from]!.costModel.kvBytesPerToken,
+            at: (time, step) => queue.push({ time, seq: seq++, kind: 'migration', step }),
+            kick: (i) => runners[i]!.kick(),
+            evicted: (i, evictions, now) => {
+              for (const e of evictions) policy.instanceEvicted(i, e.path, e.keptTokens, now);
+            },
+          },
+          options.migration,
+        );
 
   /** The engine holds no work and no KV, and no KV is bound for it. */
   const idle = (i: InstanceId): boolean => {
@@ -606,6 +640,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           outputTokens: r.outputTokens,
           ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
         };
+        if (migrator !== undefined) requestsInFlight.set(r.id, request);
         if (standing[d.instance] !== 'active' && standing[d.instance] !== undefined)
           throw new Error(
             `policy ${policy.name} routed '${r.id}' to instance ${d.instance}, which is ${standing[d.instance] === 'removed' ? 'removed' : 'draining'}`,
@@ -653,6 +688,9 @@ export function simulate(options: SimulatorOptions): SimResult {
       case 'fleet':
         applyFleet(e.action, e.time, 'action');
         break;
+      case 'migration':
+        e.step();
+        break;
       case 'tick':
         policy.tick(e.time);
         if (!sourceDone || inFlight > 0)
@@ -665,6 +703,7 @@ export function simulate(options: SimulatorOptions): SimResult {
         break;
     }
     takeFleetRequests(e.time);
+    migrator?.take(e.time);
   }
   if (inFlight !== 0) throw new Error(`simulation ended with ${inFlight} requests unfinished`);
   return {
@@ -675,5 +714,6 @@ export function simulate(options: SimulatorOptions): SimResult {
     iterations,
     engines: engines.map((e) => e.snapshot()),
     fleetLog,
+    ...(migrator === undefined ? {} : { migrationLog: migrator.log }),
   };
 }

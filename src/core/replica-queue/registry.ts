@@ -1,4 +1,5 @@
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
+import { createFastServePolicy, type FastServeOptions, fastServeDefaults } from './fastserve.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
 import { createLpmPolicy } from './lpm.ts';
@@ -19,7 +20,8 @@ import type { QueuePolicy } from './types.ts';
 export type QueuePolicyOptions = PriorityGroupsOptions &
   LarryOptions &
   NoPreemptOptions &
-  SplitwiseMixedOptions;
+  SplitwiseMixedOptions &
+  FastServeOptions;
 
 interface QueuePolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -66,6 +68,12 @@ const QUEUE_POLICIES = {
       "Splitwise's mixed machines: new prompts first, preempting the youngest decodes when memory lacks; a decode aged past agingSeconds outranks prompts; at most maxPreemptions per request",
     defaults: splitwiseMixedDefaults,
     create: createSplitwiseMixedPolicy,
+  }),
+  fastserve: entry({
+    summary:
+      'FastServe (seed 002): skip-join multi-level feedback queue (join level by prompt length, quanta of output tokens doubling per level, promotion after starveSeconds); preempts lower levels for a better waiting request, swapping their KV to the host pool (engine hostKvTokens)',
+    defaults: fastServeDefaults,
+    create: createFastServePolicy,
   }),
 } as const;
 

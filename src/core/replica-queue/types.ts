@@ -35,6 +35,10 @@ export interface QueuedRequest {
   readonly preemptions?: number;
   /** Seconds, when it was last preempted (absent when never). */
   readonly preemptedAt?: number;
+  /** Output tokens generated so far (absent: 0); FastServe's demotion counts them. */
+  readonly generatedTokens?: number;
+  /** The client's prompt length, whatever a preemption added to `promptTokens` (absent: `promptTokens`). */
+  readonly inputTokens?: number;
 }
 
 /** A running request in its decode phase, as `preemptFor` sees it. */
@@ -44,6 +48,9 @@ export interface RunningRequest {
   readonly enqueuedAt: number;
   /** Times it was preempted on this replica so far. */
   readonly preemptions: number;
+  /** Output tokens generated so far, and the client's prompt length (as in `QueuedRequest`). */
+  readonly generatedTokens?: number;
+  readonly inputTokens?: number;
 }
 
 /** What `preemptFor` asks of the engine: free KV for `target` by preempting `victims`, in order. */
@@ -105,4 +112,11 @@ export interface QueuePolicy {
     running: readonly RunningRequest[],
     ctx: QueueContext,
   ): PreemptionPlan | undefined;
+  /**
+   * Optional (priority schedulers: FastServe): a request's rank, lower served first. With it, an engine
+   * swaps a request back in from its host pool only while no waiting request ranks strictly better
+   * (and in rank order), so a swapped-out low-priority request does not take the memory a better one
+   * waits for. Without it, swapped-out requests resume first, in order (vLLM's swapped queue).
+   */
+  priority?(request: QueuedRequest, now: number): number;
 }
