@@ -78,7 +78,8 @@ describe('Engine: s3 (reserve the prediction, re-queue on outrun)', () => {
 
 describe('Engine: trail preemption and pia batches', () => {
   it('trail preempts a young long decode for a new short prompt when memory lacks', () => {
-    // 400 KV tokens: 'long' (prompt 200) decodes; 'short' (prompt 220) cannot fit beside it.
+    // 400 KV tokens: at t = 30 'long' (prompt 100) holds about 130; 'short' (prompt 290) cannot fit
+    // beside it, and fits once long's private output is freed and its prompt evictable.
     const run = (preemptWithin: number) => {
       const engine = new Engine({
         costModel: linearCost(EASY, 400),
@@ -89,8 +90,8 @@ describe('Engine: trail preemption and pia batches', () => {
       const log = drive(
         engine,
         [
-          { id: 'long', tokens: seq(200, 1), outputTokens: 100, arrival: 0, prediction: { tokens: 100 } },
-          { id: 'short', tokens: seq(220, 5000), outputTokens: 2, arrival: 3, prediction: { tokens: 2 } },
+          { id: 'long', tokens: seq(100, 1), outputTokens: 100, arrival: 0, prediction: { tokens: 100 } },
+          { id: 'short', tokens: seq(290, 5000), outputTokens: 2, arrival: 30, prediction: { tokens: 2 } },
         ],
         (record, e) => {
           e.checkInvariants();
