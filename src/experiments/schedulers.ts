@@ -226,7 +226,7 @@ const WHY_NOT: Readonly<Record<string, string>> = {
   'larry-p50-ttft':
     "LARRY runs within a few per cent of FCFS here (the fcfs/larry ratios of larry-p50-over-p95). Its reordering acts through the memory term, and the mechanism table shows why that term is weak: a mean prompt outweighs one second of waiting only behind as many waiting requests as its 'queue for 1 s' column says (tens to hundreds), and memory ran out rarely or never (preemptions). The roofline servers' KV (the table's capacity column) is large against these traces' prompts, so the head of the queue is seldom blocked by memory; the queueing left is compute queueing, where only an order by output length (TRAIL+, with exact lengths: SRPT) cuts the median. Seed 002 measured vLLM on real GPUs (its alpha is lost in our copy of the text, and its driver's back-pressure, which it describes, is not modelled here).",
   'larry-least-sensitive':
-    "Same mechanism as larry-p50-ttft: LARRY's p50 follows FCFS's into overload, while TRAIL+ and LTR, which order by output length, keep the median low (and pay at p95).",
+    "Same mechanism as larry-p50-ttft: LARRY's p50 follows FCFS's into overload, while TRAIL+, which orders by the exact output length, keeps the median low (and pays at p95); LTR's ranker (tau 0.6) helps only below the highest scale.",
   'sal-chat':
     'SAL and the best of P2C and Random are within about 1% of each other at the highest scale in the chat panels, so the strict comparison flips on noise. SAL weighs queued prefill tokens and free memory; with memory seldom binding (see the mechanism table) its signal is close to the queued-work signal P2C samples.',
   'engine-over-balancer':
