@@ -45,23 +45,22 @@ export function createPiaPolicy(options: PiaOptions = {}): QueuePolicy {
     reserveTokens: noReserve,
     select(waiting: readonly QueuedRequest[], ctx: QueueContext) {
       if (waiting.length === 0) return [];
+      const position = new Map<string, number>();
+      for (let i = 0; i < waiting.length; i++) position.set(waiting[i]!.id, i);
+      // Members no longer waiting (admitted since, or aborted) leave the list; the engine may admit
+      // fewer than selected, so the list is trimmed by what still waits, not by what was selected.
+      pending = pending.filter((id) => position.has(id));
       if (pending.length === 0) {
         if ((ctx.runningRequests ?? 0) > 0) return [];
         formBatch(waiting);
       }
-      const position = new Map<string, number>();
-      for (let i = 0; i < waiting.length; i++) position.set(waiting[i]!.id, i);
-      // Members no longer waiting (aborted) leave the batch.
-      pending = pending.filter((id) => position.has(id));
       let next = 0;
-      const admitted = admitInOrder(
+      return admitInOrder(
         waiting,
         ctx,
         () => (next < pending.length ? position.get(pending[next++]!)! : -1),
         noReserve,
       );
-      pending = pending.slice(admitted.length);
-      return admitted;
     },
   };
 }
