@@ -273,6 +273,23 @@ function mechanism(results: readonly CellResult[]): string[] {
       `| ${panel} | ${capacity} | ${fixed(mean, 0)} | ${fixed(capacity / Math.max(mean, 1), 0)} | ${preemptions} |`,
     );
   }
+  lines.push(
+    '',
+    "What a realistic predictor keeps of TRAIL+'s median gain: p50 TTFT at the highest scale of FCFS, TRAIL+ (exact lengths) and",
+    "TRAIL with TetriInfer's 200-token classifier (74.9%), and the share of FCFS-to-TRAIL+ gain the classifier keeps; p95 alongside.",
+    '',
+    '| panel | fcfs p50 / p95 | trail+ p50 / p95 | trail@tetri200 p50 / p95 | gain kept |',
+    '|---|---|---|---|---|',
+  );
+  for (const panel of singlePanels(results)) {
+    const [f, t, p] = ['fcfs', 'trail+', 'trail@tetri200'].map((s) => atRate(results, panel, s, 'high'));
+    if (f === undefined || t === undefined || p === undefined) continue;
+    const both = (r: CellResult) => `${fixed(r.report.ttft.p50, 2)} / ${fixed(r.p95?.ttft ?? Number.NaN, 2)}`;
+    const gain = f.report.ttft.p50 - t.report.ttft.p50;
+    const kept =
+      gain > 0 ? `${fixed((100 * (f.report.ttft.p50 - p.report.ttft.p50)) / gain, 0)}%` : 'no gain';
+    lines.push(`| ${panel} | ${both(f)} | ${both(t)} | ${both(p)} | ${kept} |`);
+  }
   return lines;
 }
 
