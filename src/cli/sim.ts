@@ -21,6 +21,7 @@ interface SimFlags {
   queuePolicy: string;
   chunk?: number;
   kvTokens?: number;
+  hostKvTokens?: number;
   fleet?: string;
   fleetAction: string[];
   sloTtft?: number;
@@ -66,6 +67,11 @@ export function registerSim(program: Command): void {
     .option('--queue-policy <name>', "engines' queue policy (listed below), or auto: lpm", 'auto')
     .option('--chunk <tokens>', 'chunked-prefill token budget per iteration', positiveInt)
     .option('--kv-tokens <n>', "override each instance's KV capacity in tokens", positiveInt)
+    .option(
+      '--host-kv-tokens <n>',
+      'a host KV pool per instance, in tokens: preempted decodes swap to it over PCIe instead of being recomputed (fastserve)',
+      positiveInt,
+    )
     .option('--slo-ttft <s>', 'TTFT target in seconds (for SLO attainment)', positiveNumber)
     .option('--slo-tpot <s>', 'TPOT target in seconds (for SLO attainment)', positiveNumber)
     .option(
@@ -181,6 +187,7 @@ async function sim(flags: SimFlags): Promise<void> {
       seed: flags.seed,
       queuePolicy: flags.queuePolicy as SimReport['queuePolicy'] | 'auto',
       ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
+      ...(flags.hostKvTokens === undefined ? {} : { hostKvTokens: flags.hostKvTokens }),
       ...(slo === undefined ? {} : { slo }),
       ...(flags.warmup === undefined ? {} : { warmupSeconds: flags.warmup }),
       ...(flags.predictor === undefined ? {} : { predictor: flags.predictor }),

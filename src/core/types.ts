@@ -107,6 +107,24 @@ export type FleetRequest =
   | { readonly action: 'drain' | 'remove'; readonly instance: InstanceId }
   | { readonly action: 'role'; readonly instance: InstanceId; readonly role: Role };
 
+/**
+ * A live migration a policy asks for (`GlobalPolicy.migrations`; Llumnix): move the running request
+ * `id`, decoding on `from`, to `to`, its KV copied in rounds while it keeps decoding, then a short
+ * stop-and-copy (docs/fleets.md, "Live migration").
+ */
+export interface MigrationRequest {
+  readonly id: string;
+  readonly from: InstanceId;
+  readonly to: InstanceId;
+}
+
+/**
+ * How a migration ended: `done` (the request decodes on `to` now) or `aborted` (it stayed on `from`, or
+ * finished there): refused (not decoding on `from`, `to` cannot take it), no memory on `to`, or the
+ * request finished or was preempted on `from` before the stop-and-copy.
+ */
+export type MigrationOutcome = 'done' | 'aborted';
+
 /** Load signals polled from an instance (engine /metrics or the simulator), for load-based policies. */
 export interface InstanceLoadSignal {
   readonly running: number;
@@ -177,6 +195,13 @@ export interface GlobalPolicy {
    * usual calls (`instanceRoleChanged`, `instanceDrained`, `instanceEvicted`, `instanceRemoved`).
    */
   fleetRequests?(now: number): readonly FleetRequest[];
+  /**
+   * Live migrations the policy asks for, polled (the list is taken) after every event the caller
+   * delivers, as `fleetRequests`; each ends in `migrationEnded`. Only the simulator migrates.
+   */
+  migrations?(now: number): readonly MigrationRequest[];
+  /** A migration ended; on `done`, the request is counted against `to` from now on (BasePolicy moves it). */
+  migrationEnded?(id: string, from: InstanceId, to: InstanceId, outcome: MigrationOutcome, now: number): void;
   /** Fresh load signals for one instance (polled metrics). Policies that do not need them ignore it. */
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
   /** Periodic background work: window expiry, rebalancing, prefix replication. */

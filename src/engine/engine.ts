@@ -1,6 +1,8 @@
 import type { CostModel } from '../core/cost-model/types.ts';
 import type { QueueContext, QueuePolicy } from '../core/replica-queue/types.ts';
 import type { Role, Tokens } from '../core/types.ts';
+import { HostKvPool } from './host-swap.ts';
+import type { MigratedKv } from './migration.ts';
 import { type EngineOptions, resolveEngineOptions } from './options.ts';
 import { type Repredict, reviseIfOutrun } from './outrun.ts';
 import { type CacheNode, PrefixCache } from './prefix-cache.ts';
@@ -39,6 +41,11 @@ export interface EngineKvUsage {
    * pinned, so part of `pinnedTokens` and `usedTokens` until `releaseKv`.
    */
   readonly heldTokens: number;
+  /** GPU memory set aside for a live migration's incoming KV (`reserveIncoming`), part of `usedTokens`. */
+  readonly incomingTokens: number;
+  /** The host pool: its capacity, and the KV of the requests swapped out to it. */
+  readonly hostCapacityTokens: number;
+  readonly hostTokens: number;
 }
 
 /** One request's part in the last iteration (tests, detailed metrics). */
@@ -119,9 +126,21 @@ const NONE_READY: readonly EngineKvReady[] = Object.freeze([]);
  *   until memory frees (a decode instance's queue). Admitted, its prompt joins the prefix cache
  *   (pinned), its generated tokens' KV is private, and it decodes from this iteration on.
  * - A decode-role engine admits no prefill: it cannot recompute, so a preempted request is swapped
- *   out instead (its KV leaves GPU memory, the copy's time not modelled) to the head of the adopt
- *   queue, and readmitted with its KV as above. A mixed engine preempts adopted requests by
- *   recomputation like any other.
+ *   out instead (its KV leaves GPU memory; the copy is timed and counted only when the host pool has
+ *   room for it, else not modelled) to the head of the adopt queue, and readmitted with its KV as above.
+ *   A mixed engine preempts adopted requests by recomputation like any other, unless it has a host pool.
+ *
+ * Host KV pool (`hostKvTokens`, host-swap.ts; vLLM's swap preemption, FastServe): a preempted decoding
+ * request whose KV (prompt + output so far) fits in the host pool is swapped out there instead of
+ * being recomputed, to the head of the adopt queue, and swapped back in as adopted KV is admitted above
+ * (only what the GPU cache lacks is copied back; its cache hit stays its first admission's). Each copy
+ * adds bytes / `swapBandwidth` to the iteration that does it. Under a policy that ranks requests
+ * (`QueuePolicy.priority`: fastserve), swapped requests resume in rank order, and only while no waiting
+ * request ranks better.
+ *
+ * Live migration (migration.ts): `reserveIncoming`/`releaseIncoming` set GPU memory aside on the
+ * destination, `suspend` and `migrateOut` take a decoding request off the source, `adoptMigrated`
+ * queues it on the destination.
  * - Held KV may leave waiting requests unable to run while nothing else runs: the engine is then
  *   stalled, `hasWork()` is false and `step` idles, until `releaseKv`, `abort`, `submit` or `adopt`.
  */
@@ -158,6 +177,14 @@ export class Engine {
   private cachedPromptTokensTotal = 0;
   private generationTokensTotal = 0;
   private preemptionsTotal = 0;
+  private readonly host: HostKvPool;
+  /** Seconds of host swaps this iteration (added to its duration), and swaps so far. */
+  private swapSeconds = 0;
+  private swapOutsTotal = 0;
+  private swapInsTotal = 0;
+  /** GPU KV reserved for incoming migrations, and requests suspended for their stop-and-copy. */
+  private incomingTokens = 0;
+  private migratingCount = 0;
 
   constructor(options: EngineOptions) {
     const o = resolveEngineOptions(options);
@@ -171,6 +198,7 @@ export class Engine {
     this.exclusivePrefixes = o.exclusivePrefixes;
     this.currentRole = o.role;
     this.repredict = o.repredict;
+    this.host = new HostKvPool(o.hostKvTokens, o.swapBandwidth, o.costModel.kvBytesPerToken);
   }
 
   /** What this engine runs now (a fleet action may change it: `setRole`). */
@@ -314,6 +342,86 @@ export class Engine {
   }
 
   /**
+   * Live migration, destination (migration.ts): set `tokens` of GPU KV aside for an incoming copy,
+   * evicting unpinned cache if needed. Returns the evictions, or undefined (nothing changed) when
+   * free + evictable memory, less reserves, lacks them.
+   */
+  reserveIncoming(tokens: number): EngineEviction[] | undefined {
+    if (tokens > this.admissibleTokens()) return undefined;
+    const out: EngineEviction[] = [];
+    const short = tokens - this.freeTokens();
+    if (short > 0) this.evict(short, out);
+    this.incomingTokens += tokens;
+    return out;
+  }
+
+  /** Give back memory `reserveIncoming` set aside (the copy arrived or was aborted). */
+  releaseIncoming(tokens: number): void {
+    if (tokens > this.incomingTokens)
+      throw new Error(`engine: releasing ${tokens} incoming KV tokens of ${this.incomingTokens}`);
+    this.incomingTokens -= tokens;
+    this.stalled = false;
+  }
+
+  /**
+   * Live migration, source: a decoding request leaves the batch for the stop-and-copy, keeping its KV
+   * (phase `migrating`) until `migrateOut`. Throws unless it is decoding here.
+   */
+  suspend(id: string): void {
+    const r = this.byId.get(id);
+    if (r === undefined || r.phase !== 'decode')
+      throw new Error(`engine: cannot suspend '${id}' for a migration (${r?.phase ?? 'not here'})`);
+    this.running.splice(this.running.indexOf(r), 1);
+    r.phase = 'migrating';
+    this.migratingCount++;
+  }
+
+  /** Live migration, source: a suspended request rejoins the batch (the migration was aborted). */
+  resume(id: string): void {
+    const r = this.byId.get(id);
+    if (r === undefined || r.phase !== 'migrating')
+      throw new Error(`engine: cannot resume '${id}' (${r?.phase ?? 'not here'})`);
+    r.phase = 'decode';
+    this.running.push(r);
+    this.migratingCount--;
+    this.stalled = false;
+  }
+
+  /**
+   * Live migration, source: the request (suspended, or decoding) leaves with its KV: its memory is
+   * freed (its prompt stays cached, unpinned) and what the destination adopts is returned.
+   */
+  migrateOut(id: string): MigratedKv {
+    const r = this.byId.get(id);
+    if (r === undefined || (r.phase !== 'migrating' && r.phase !== 'decode'))
+      throw new Error(`engine: cannot migrate '${id}' out (${r?.phase ?? 'not here'})`);
+    if (r.phase === 'decode') this.running.splice(this.running.indexOf(r), 1);
+    else this.migratingCount--;
+    this.release(r);
+    r.phase = 'gone';
+    this.byId.delete(id);
+    this.stalled = false;
+    return {
+      kvTokens: r.kvTokens,
+      generated: r.generated,
+      cachedTokens: Math.min(r.admittedCached, r.prompt.length),
+    };
+  }
+
+  /**
+   * Live migration, destination: adopt a migrated request (`adopt`'s checks) at the head of the adopt
+   * queue; it started elsewhere, so its admission here sends no `started` event, and its finish reports
+   * the source's cache hit (`kv.cachedTokens`).
+   */
+  adoptMigrated(request: EngineRequest, kv: MigratedKv, now: number): void {
+    this.adopt(request, kv, now);
+    const r = this.adoptQueue.pop()!;
+    r.started = true;
+    r.admittedCached = kv.cachedTokens;
+    this.adoptQueue.unshift(r);
+  }
+
+  /**
    * Evict every cached prefix no request pins (an instance leaving the fleet), reported as `step`
    * reports evictions. Pinned prefixes (running, adopted or held requests) stay.
    */
@@ -323,7 +431,7 @@ export class Engine {
     return out;
   }
 
-  /** Something can run: running requests, or waiting ones unless held KV stalls them. */
+  /** Something can run: running requests, or waiting ones unless held or migrating KV stalls them. */
   hasWork(): boolean {
     return (
       this.running.length > 0 || (!this.stalled && (this.waiting.length > 0 || this.adoptQueue.length > 0))
@@ -337,8 +445,9 @@ export class Engine {
     const evictions: EngineEviction[] = [];
     const preempted: string[] = [];
     const started: EngineStart[] = [];
+    this.swapSeconds = 0;
 
-    if (this.adoptQueue.length > 0) this.admitAdopted(started, evictions);
+    if (this.adoptQueue.length > 0) this.admitAdopted(now, started, evictions);
     this.growDecodes(evictions, preempted);
     const budget = this.continuePrefills();
     // As in vLLM, an iteration that had to preempt admits nobody (unless nothing is left running).
@@ -377,10 +486,10 @@ export class Engine {
       newTimesSeq += r.batchNew * r.batchSeq;
     }
     if (batch.length === 0) {
-      if (this.heldCount === 0) {
+      if (this.heldCount === 0 && this.incomingTokens === 0 && this.migratingCount === 0) {
         throw new Error('engine: requests are waiting but none can run (internal error)');
       }
-      // Held KV leaves no room for what waits: idle until something is released.
+      // Held or migrating KV leaves no room for what waits: idle until something is released.
       this.stalled = true;
       return {
         duration: 0,
@@ -390,12 +499,10 @@ export class Engine {
         decodeTokens: 0,
       };
     }
-    const duration = this.costModel.iterationTime({
-      requests: batch.length,
-      newTokens,
-      seqTokens,
-      newTimesSeq,
-    });
+    // Host swaps are copies before the model step, on its stream (host-swap.ts).
+    const duration =
+      this.costModel.iterationTime({ requests: batch.length, newTokens, seqTokens, newTimesSeq }) +
+      this.swapSeconds;
 
     this.cache.now = now + duration;
     const firstTokens: string[] = [];
@@ -455,6 +562,11 @@ export class Engine {
       this.waiting.splice(this.waiting.indexOf(r), 1);
     } else if (r.phase === 'adopting') {
       this.adoptQueue.splice(this.adoptQueue.indexOf(r), 1);
+      this.host.give(r.hostTokens);
+      r.hostTokens = 0;
+    } else if (r.phase === 'migrating') {
+      this.release(r);
+      this.migratingCount--;
     } else {
       this.running.splice(this.running.indexOf(r), 1);
       this.release(r);
@@ -492,6 +604,9 @@ export class Engine {
       cachedPromptTokensTotal: this.cachedPromptTokensTotal,
       generationTokensTotal: this.generationTokensTotal,
       preemptionsTotal: this.preemptionsTotal,
+      ...(this.host.capacityTokens > 0
+        ? { swapOutsTotal: this.swapOutsTotal, swapInsTotal: this.swapInsTotal }
+        : {}),
     };
   }
 
@@ -505,7 +620,15 @@ export class Engine {
       pinnedTokens: this.cache.pinnedTokens,
       reservedTokens: this.reservedTokens,
       heldTokens: this.heldTokens,
+      incomingTokens: this.incomingTokens,
+      hostCapacityTokens: this.host.capacityTokens,
+      hostTokens: this.host.used,
     };
+  }
+
+  /** Host swaps so far: requests swapped out to the host pool and back in. */
+  swapStats(): { readonly swapOuts: number; readonly swapIns: number } {
+    return { swapOuts: this.swapOutsTotal, swapIns: this.swapInsTotal };
   }
 
   /** The last iteration's batch, in batch order (built on demand). */
@@ -566,15 +689,32 @@ export class Engine {
       if (r.phase !== 'waiting' || this.byId.get(r.id) !== r)
         throw new Error(`engine: waiting '${r.id}' is off`);
     }
+    let hostTokens = 0;
     for (const r of this.adoptQueue) {
       if (r.phase !== 'adopting' || this.byId.get(r.id) !== r || r.pin !== this.cache.root)
         throw new Error(`engine: adopting '${r.id}' is off`);
       if (r.kvTokens !== r.prompt.length + r.generated - 1)
         throw new Error(`engine: adopting '${r.id}' has KV for ${r.kvTokens} tokens`);
+      if (r.hostTokens !== 0 && r.hostTokens !== r.kvTokens)
+        throw new Error(`engine: swapped '${r.id}' holds ${r.hostTokens} host tokens of ${r.kvTokens}`);
+      hostTokens += r.hostTokens;
     }
+    if (hostTokens !== this.host.used) throw new Error('engine: host token count');
+    if (this.host.used > this.host.capacityTokens) throw new Error('engine: host pool over capacity');
     let held = 0;
     let heldTokens = 0;
+    let migrating = 0;
     for (const r of this.byId.values()) {
+      if (r.phase === 'migrating') {
+        // Out of the batch for its last copy, still holding its decode KV.
+        migrating++;
+        for (let n = r.pin; n !== this.cache.root; n = n.parent!) expected.set(n, (expected.get(n) ?? 0) + 1);
+        if (r.pin.endLen + r.privateTokens !== r.kvTokens || r.kvTokens !== r.prompt.length + r.generated - 1)
+          throw new Error(`engine: migrating '${r.id}' holds ${r.pin.endLen} + ${r.privateTokens} tokens`);
+        privateTokens += r.privateTokens;
+        reserved += r.reserveLeft;
+        continue;
+      }
       if (r.phase !== 'held') continue;
       held++;
       heldTokens += r.kvTokens;
@@ -584,13 +724,18 @@ export class Engine {
       if (r.reserveLeft !== 0 || r.generated !== 1) throw new Error(`engine: held '${r.id}' is off`);
     }
     if (held !== this.heldCount || heldTokens !== this.heldTokens) throw new Error('engine: held count');
-    if (this.byId.size !== this.running.length + this.waiting.length + this.adoptQueue.length + held)
+    if (migrating !== this.migratingCount) throw new Error('engine: migrating count');
+    if (
+      this.byId.size !==
+      this.running.length + this.waiting.length + this.adoptQueue.length + held + migrating
+    )
       throw new Error('engine: index size');
     if (this.role === 'decode' && (this.waiting.length > 0 || this.running.some((r) => r.phase !== 'decode')))
       throw new Error('engine: a decode-role engine has a prefill');
     if (privateTokens !== this.privateTokens) throw new Error('engine: private token count');
     if (reserved !== this.reservedTokens) throw new Error('engine: reserved token count');
-    if (this.cache.tokens + this.privateTokens > this.kvCapacityTokens)
+    if (this.incomingTokens < 0) throw new Error('engine: incoming token count');
+    if (this.cache.tokens + this.privateTokens + this.incomingTokens > this.kvCapacityTokens)
       throw new Error('engine: over capacity');
     this.cache.check(expected);
   }
@@ -612,18 +757,14 @@ export class Engine {
         const victim = this.running.pop();
         if (victim === undefined) throw new Error('engine: out of KV memory with nothing to preempt');
         if (victim.phase === 'decode') need--;
-        if (this.role === 'decode') this.swapOut(victim);
-        else this.preempt(victim);
+        this.preemptVictim(victim);
         preempted.push(victim.id);
         victims.push(victim);
         const short = need - this.freeTokens();
         if (short > 0) this.evict(short, evictions);
       }
       // Back at the head of the queue, the earliest admitted first (as vLLM's appendleft leaves them).
-      if (victims.length > 0) {
-        const queue = this.role === 'decode' ? this.adoptQueue : this.waiting;
-        queue.unshift(...victims.reverse());
-      }
+      if (victims.length > 0) this.requeue(victims.reverse());
     }
     for (const r of this.running) {
       if (r.phase !== 'decode') continue;
@@ -644,13 +785,21 @@ export class Engine {
    * it) fit in free + evictable memory, so that admitting it never preempts. Its prompt is inserted
    * into the cache and pinned; the rest of its KV is private.
    */
-  private admitAdopted(started: EngineStart[], evictions: EngineEviction[]): void {
+  private admitAdopted(now: number, started: EngineStart[], evictions: EngineEviction[]): void {
     const queue = this.adoptQueue;
+    const rankOf = this.queuePolicy.priority;
+    let bestWaiting = Number.POSITIVE_INFINITY;
+    if (rankOf !== undefined) {
+      // Swapped-out requests resume in rank order, and only while no waiting request ranks better.
+      sortByRank(queue, (r) => rankOf(r, now));
+      for (const w of this.waiting) bestWaiting = Math.min(bestWaiting, rankOf(w, now));
+    }
     let decodes = 0;
     for (const r of this.running) if (r.phase === 'decode') decodes++;
     let admitted = 0;
     while (admitted < queue.length && this.running.length < this.maxRunning) {
       const r = queue[admitted]!;
+      if (rankOf !== undefined && r.hostTokens > 0 && rankOf(r, now) > bestWaiting) break;
       const prompt = r.prompt;
       const matched = this.cache.match(r.cursor, prompt);
       const pin = this.cache.pinMatch(r.cursor);
@@ -667,11 +816,20 @@ export class Engine {
         throw new Error('engine: an adopted request could not be given memory (internal error)');
       }
       r.pin = matched < prompt.length ? this.cache.extend(pin, prompt, prompt.length) : pin;
+      const swappedIn = r.hostTokens > 0;
+      if (swappedIn) {
+        // Swap-in: what the GPU cache lacks comes back from the host.
+        this.swapSeconds += this.host.seconds(fresh);
+        this.host.give(r.hostTokens);
+        r.hostTokens = 0;
+        this.swapInsTotal++;
+      }
       r.privateTokens = r.kvTokens - prompt.length;
       this.privateTokens += r.privateTokens;
       r.reserveLeft = reserve;
       this.reservedTokens += reserve;
-      r.admittedCached = prompt.length;
+      // Adopted KV counts as cached; a swapped-in or migrated request keeps its first admission's hit.
+      if (!r.started) r.admittedCached = prompt.length;
       r.done = prompt.length;
       r.recomputeLeft = 0;
       r.chunk = 0;
@@ -834,13 +992,13 @@ export class Engine {
     for (const r of victims) {
       if (this.admissibleTokens() >= plan.kvTokens) break;
       this.running.splice(this.running.indexOf(r), 1);
-      this.preempt(r);
+      this.preemptVictim(r);
       preempted.push(r.id);
       done.push(r);
     }
     if (done.length === 0) return false;
     done.sort((a, b) => position.get(a)! - position.get(b)!);
-    this.waiting.unshift(...done);
+    this.requeue(done);
     return true;
   }
 
@@ -926,6 +1084,19 @@ export class Engine {
    * swapped out (leaving GPU memory) and it waits in the adopt queue to be readmitted with it.
    */
   private swapOut(r: RequestState): void {
+    if (r.kvTokens > r.prompt.length + r.generated - 1) {
+      // Preempted after this iteration's decode growth (a policy's preemptFor): that slot goes unused.
+      r.kvTokens--;
+      r.privateTokens--;
+      this.privateTokens--;
+    }
+    if (this.host.fits(r.kvTokens)) {
+      // Timed and counted against the host pool; a decode-role engine with no room left swaps untimed.
+      r.hostTokens = r.kvTokens;
+      this.host.take(r.kvTokens);
+      this.swapSeconds += this.host.seconds(r.kvTokens);
+      this.swapOutsTotal++;
+    }
     this.release(r);
     this.preemptionsTotal++;
     r.preemptions++;
@@ -1014,7 +1185,24 @@ export class Engine {
   }
 
   private freeTokens(): number {
-    return this.kvCapacityTokens - this.cache.tokens - this.privateTokens;
+    return this.kvCapacityTokens - this.cache.tokens - this.privateTokens - this.incomingTokens;
+  }
+
+  /**
+   * A preempted running request leaves: swapped out to the host pool when it is decoding and fits
+   * there (or always, on a decode-role engine, which cannot recompute), else preempted by recomputation.
+   */
+  private preemptVictim(r: RequestState): void {
+    if (this.role === 'decode' || (r.phase === 'decode' && this.host.fits(r.kvTokens))) this.swapOut(r);
+    else this.preempt(r);
+  }
+
+  /** Preempted requests back at the heads of their queues, in order: swapped ones to the adopt queue. */
+  private requeue(victims: readonly RequestState[]): void {
+    const swapped = victims.filter((r) => r.phase === 'adopting');
+    const recomputed = victims.filter((r) => r.phase === 'waiting');
+    if (swapped.length > 0) this.adoptQueue.unshift(...swapped);
+    if (recomputed.length > 0) this.waiting.unshift(...recomputed);
   }
 
   /** Keep the requests still running (finished ones are gone, prefill-only ones held). */
@@ -1029,4 +1217,12 @@ export class Engine {
     for (const r of list) if (r.phase === 'waiting') list[j++] = r;
     list.length = j;
   }
+}
+
+/** Stable sort by rank (lower first), in place: a queue already in order is left as it is. */
+function sortByRank(queue: RequestState[], rank: (r: RequestState) => number): void {
+  if (queue.length < 2) return;
+  const keyed = queue.map((r, i) => ({ r, i, k: rank(r) }));
+  keyed.sort((a, b) => a.k - b.k || a.i - b.i);
+  for (let i = 0; i < keyed.length; i++) queue[i] = keyed[i]!.r;
 }

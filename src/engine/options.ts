@@ -1,4 +1,5 @@
 import type { CostModel } from '../core/cost-model/types.ts';
+import { KV_LINK_CLASSES } from '../core/fleet/kv-link.ts';
 import type { LengthPrediction } from '../core/length/types.ts';
 import {
   createQueuePolicy,
@@ -57,6 +58,14 @@ export interface EngineOptions {
    * at the end of the iteration whose token outran it. Absent: predictions are never revised.
    */
   readonly repredict?: (id: string, generated: number, previous: LengthPrediction) => LengthPrediction;
+  /**
+   * Host (CPU) KV pool, in tokens: a preempted decoding request is swapped out there (KV kept, GPU KV
+   * freed) while it fits, instead of being recomputed, and swapped back in before it resumes; each copy
+   * costs bytes / `swapBandwidth`, added to the iteration that does it (host-swap.ts). Default 0: no pool.
+   */
+  readonly hostKvTokens?: number;
+  /** Bytes per second of GPU-host copies (PCIe). Default 25e9, the `pcie-host` link (core/fleet/kv-link.ts). */
+  readonly swapBandwidth?: number;
 }
 
 export const defaultChunkedPrefillTokens = 512;
@@ -75,6 +84,8 @@ export interface ResolvedEngineOptions {
   readonly exclusivePrefixes: boolean;
   readonly role: Role;
   readonly repredict: EngineOptions['repredict'];
+  readonly hostKvTokens: number;
+  readonly swapBandwidth: number;
 }
 
 const roles: readonly Role[] = ['mixed', 'prefill', 'decode'];
@@ -100,6 +111,11 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
   if (!roles.includes(role)) {
     throw new Error(`engine: role must be one of ${roles.join(', ')}, got ${String(role)}`);
   }
+  const hostKvTokens = options.hostKvTokens ?? 0;
+  if (!(hostKvTokens >= 0)) throw new Error(`engine: hostKvTokens must be >= 0, got ${hostKvTokens}`);
+  const swapBandwidth = options.swapBandwidth ?? KV_LINK_CLASSES['pcie-host'].bandwidth;
+  if (!(swapBandwidth > 0) || !Number.isFinite(swapBandwidth))
+    throw new Error(`engine: swapBandwidth must be a positive number of bytes/s, got ${swapBandwidth}`);
   const policy = options.queuePolicy ?? defaultQueuePolicy;
   const queuePolicy =
     typeof policy === 'string' ? createQueuePolicy(policy, options.queuePolicyOptions ?? {}) : policy;
@@ -114,5 +130,7 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     minEvictionTokens,
     role,
     repredict: options.repredict,
+    hostKvTokens,
+    swapBandwidth,
   };
 }

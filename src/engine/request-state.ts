@@ -7,9 +7,10 @@ import type { CacheNode, MatchCursor, PrefixCache } from './prefix-cache.ts';
 /**
  * Waiting in the queue, running its prefill (in chunks), decoding, or gone (finished or aborted);
  * for disaggregation also `held` (a prefill-only request holding its KV until `releaseKv`) and
- * `adopting` (adopted KV waiting for memory in the adopt queue, or swapped out of a decode engine).
+ * `adopting` (adopted KV waiting for memory in the adopt queue, or swapped out to the host pool or of
+ * a decode engine); `migrating`: out of the batch, its KV kept, for a live migration's last copy.
  */
-export type Phase = 'waiting' | 'prefill' | 'decode' | 'held' | 'adopting' | 'gone';
+export type Phase = 'waiting' | 'prefill' | 'decode' | 'held' | 'adopting' | 'migrating' | 'gone';
 
 /**
  * One request inside an engine, from submission to finish. While it waits it is the queue
@@ -74,6 +75,8 @@ export class RequestState implements QueuedRequest {
   stopAfterPrefill = false;
   /** Its KV was adopted by this iteration's admission (it joins the batch as a decode). */
   adoptedNow = false;
+  /** KV tokens it holds in the host pool while swapped out (0: none, or an untimed decode-role swap). */
+  hostTokens = 0;
   private hash = -1;
 
   constructor(
@@ -101,8 +104,14 @@ export class RequestState implements QueuedRequest {
     return this.prediction?.tokens;
   }
 
+  /** Output tokens generated so far (the queue policy's `generatedTokens`). */
   get generatedTokens(): number {
     return this.generated;
+  }
+
+  /** The client's prompt length (the queue policy's `inputTokens`). */
+  get inputTokens(): number {
+    return this.prompt.length;
   }
 
   /** Tokens of `seq` cached now (the queue policy's view; exact at the moment it is read). */

@@ -131,4 +131,7 @@ export interface EngineSnapshot {
   readonly cachedPromptTokensTotal: number;
   readonly generationTokensTotal: number;
   readonly preemptionsTotal: number;
+  /** With a host KV pool only: preempted requests swapped out to it, and swapped back in. */
+  readonly swapOutsTotal?: number;
+  readonly swapInsTotal?: number;
 }

@@ -5,9 +5,11 @@ import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
 import { createLengthPredictor } from '../core/length/registry.ts';
 import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
+import type { EngineSnapshot } from '../engine/types.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
+import type { MigrationLogEntry } from './migration.ts';
 import { journeyMarks, type SimRecord } from './record.ts';
 import {
   type FleetAction,
@@ -50,6 +52,8 @@ export interface SimSpec {
   readonly queuePolicy?: QueuePolicyName | 'auto';
   /** Chunked-prefill token budget per iteration (default: the policy's `engineChunkTokens`, else the engine's). */
   readonly chunkTokens?: number;
+  /** Each engine's host KV pool in tokens (swap instead of recomputation; fastserve). Default: none. */
+  readonly hostKvTokens?: number;
   /** Requests an engine runs at once (llama.cpp: its slots). Default: the engine's. */
   readonly maxRunning?: number;
   /** Prefixes are exclusive (llama.cpp slots): the engines recompute busy ones, the policy is told so. */
@@ -123,6 +127,18 @@ export interface SimReport {
   readonly stages?: JourneyStages;
   /** Only when the fleet changed during the run (fleet actions, policy requests): what changed, when. */
   readonly fleetLog?: readonly FleetLogEntry[];
+  /**
+   * Only when the policy migrates (llumnix): migrations asked for, done and aborted, and the KV tokens
+   * their rounds copied (aborted ones' included).
+   */
+  readonly migrations?: {
+    readonly asked: number;
+    readonly done: number;
+    readonly aborted: number;
+    readonly copiedTokens: number;
+  };
+  /** Only with a host KV pool (`hostKvTokens`): preemptions, and how many of them swapped out and back in. */
+  readonly swaps?: { readonly preemptions: number; readonly swapOuts: number; readonly swapIns: number };
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -187,6 +203,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
       queuePolicy,
       ...(chunkTokens === undefined ? {} : { chunkedPrefillTokens: chunkTokens }),
       ...(spec.maxRunning === undefined ? {} : { maxRunning: spec.maxRunning }),
+      ...(spec.hostKvTokens === undefined ? {} : { hostKvTokens: spec.hostKvTokens }),
       ...(spec.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
     },
     ...(spec.exclusivePrefixes === undefined ? {} : { exclusivePrefixes: spec.exclusivePrefixes }),
@@ -291,6 +308,8 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...(moved.transfers === 0 ? {} : { kvMoved: moved }),
     ...(stages === undefined ? {} : { stages }),
     ...(result.fleetLog.length === 0 ? {} : { fleetLog: result.fleetLog }),
+    ...(result.migrationLog === undefined ? {} : { migrations: migrationSummary(result.migrationLog) }),
+    ...(spec.hostKvTokens === undefined ? {} : { swaps: swapSummary(result.engines) }),
     branches,
     predictedHitRate: prompt > 0 ? predicted / prompt : 0,
     meanOutputTokens: records.length > 0 ? output / records.length : 0,
@@ -299,6 +318,30 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
 }
 
 export type { SimRecord };
+
+function swapSummary(engines: readonly EngineSnapshot[]): NonNullable<SimReport['swaps']> {
+  let preemptions = 0;
+  let swapOuts = 0;
+  let swapIns = 0;
+  for (const e of engines) {
+    preemptions += e.preemptionsTotal;
+    swapOuts += e.swapOutsTotal ?? 0;
+    swapIns += e.swapInsTotal ?? 0;
+  }
+  return { preemptions, swapOuts, swapIns };
+}
+
+function migrationSummary(log: readonly MigrationLogEntry[]): NonNullable<SimReport['migrations']> {
+  let done = 0;
+  let aborted = 0;
+  let copiedTokens = 0;
+  for (const e of log) {
+    if (e.event === 'done') done++;
+    else if (e.event === 'aborted') aborted++;
+    else copiedTokens += e.tokens ?? 0;
+  }
+  return { asked: done + aborted, done, aborted, copiedTokens };
+}
 
 function transferSummary(seconds: number[]): PercentileSummary {
   const { mean, p50, p90, p99 } = percentiles(seconds);

@@ -1,6 +1,7 @@
 import TinyQueue from 'tinyqueue';
 import type { CostModel } from '../core/cost-model/types.ts';
 import {
+  KV_LINK_CLASSES,
   kvArrival,
   type LinkPlacement,
   linkBetween,
@@ -21,6 +22,7 @@ import type {
 import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
 import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
+import { type MigrationLogEntry, type MigrationSetup, Migrator } from './migration.ts';
 import { SimPredictions } from './predictions.ts';
 import type { SimRecord } from './record.ts';
 
@@ -95,6 +97,8 @@ export interface SimulatorOptions {
   readonly exclusivePrefixes?: boolean;
   /** Seconds between load-signal polls of every instance (SAL polls 10 times a second). Default 0.1. */
   readonly signalInterval?: number;
+  /** Live migrations a policy asks for (`GlobalPolicy.migrations`): link and rounds (src/sim/migration.ts). */
+  readonly migration?: MigrationSetup;
   /** Told after every iteration with the engine's state (tests, detailed metrics). */
   readonly onIteration?: (instance: InstanceId, iteration: Iteration, engine: Engine, now: number) => void;
   /** Told every `progressEvery` finished requests (progress bars live at the edge). */
@@ -121,6 +125,8 @@ export interface SimResult {
   readonly engines: EngineSnapshot[];
   /** The fleet's changes (fleet actions and policy requests), in order; empty without any. */
   readonly fleetLog: FleetLogEntry[];
+  /** Live migrations, step by step, in order: present when the policy asks for migrations. */
+  readonly migrationLog?: MigrationLogEntry[];
 }
 
 type SimEvent =
@@ -148,6 +154,7 @@ type SimEvent =
       readonly kind: 'fleet';
       readonly action: FleetAction;
     }
+  | { readonly time: number; readonly seq: number; readonly kind: 'migration'; readonly step: () => void }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
 
@@ -304,6 +311,7 @@ export function simulate(options: SimulatorOptions): SimResult {
     }
     journeys.delete(f.id);
     predictions?.finished(f.id, f.outputTokens, end);
+    if (migrator !== undefined) requestsInFlight.delete(f.id);
     inFlight--;
     finished++;
     lastFinish = end;
@@ -451,6 +459,32 @@ export function simulate(options: SimulatorOptions): SimResult {
     });
   };
   const runners = engines.map((_, i) => runnerFor(i));
+
+  // Live migrations (a policy with `migrations`): rounds on the KV link model, as events.
+  const requestsInFlight = new Map<string, EngineRequest>();
+  const migrator =
+    policy.migrations === undefined
+      ? undefined
+      : new Migrator(
+          {
+            engines,
+            policy,
+            request: (id) => requestsInFlight.get(id),
+            canReceive: (to) =>
+              standing[to] === 'active' && (roles[to] === 'mixed' || roles[to] === 'decode'),
+            link: (from, to) =>
+              (placement === undefined ? null : linkBetween(placement, from, to)) ??
+              options.migration?.link ??
+              KV_LINK_CLASSES['infiniband-200'],
+            kvBytesPerToken: (from) => fleet[from]!.kvBytesPerToken ?? fleet[from]!.costModel.kvBytesPerToken,
+            at: (time, step) => queue.push({ time, seq: seq++, kind: 'migration', step }),
+            kick: (i) => runners[i]!.kick(),
+            evicted: (i, evictions, now) => {
+              for (const e of evictions) policy.instanceEvicted(i, e.path, e.keptTokens, now);
+            },
+          },
+          options.migration,
+        );
 
   /** The engine holds no work and no KV, and no KV is bound for it. */
   const idle = (i: InstanceId): boolean => {
@@ -625,6 +659,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
           ...(prediction === undefined ? {} : { prediction }),
         };
+        if (migrator !== undefined) requestsInFlight.set(r.id, request);
         if (standing[d.instance] !== 'active' && standing[d.instance] !== undefined)
           throw new Error(
             `policy ${policy.name} routed '${r.id}' to instance ${d.instance}, which is ${standing[d.instance] === 'removed' ? 'removed' : 'draining'}`,
@@ -672,6 +707,9 @@ export function simulate(options: SimulatorOptions): SimResult {
       case 'fleet':
         applyFleet(e.action, e.time, 'action');
         break;
+      case 'migration':
+        e.step();
+        break;
       case 'tick':
         policy.tick(e.time);
         if (!sourceDone || inFlight > 0)
@@ -684,6 +722,7 @@ export function simulate(options: SimulatorOptions): SimResult {
         break;
     }
     takeFleetRequests(e.time);
+    migrator?.take(e.time);
   }
   if (inFlight !== 0) throw new Error(`simulation ended with ${inFlight} requests unfinished`);
   return {
@@ -694,5 +733,6 @@ export function simulate(options: SimulatorOptions): SimResult {
     iterations,
     engines: engines.map((e) => e.snapshot()),
     fleetLog,
+    ...(migrator === undefined ? {} : { migrationLog: migrator.log }),
   };
 }

@@ -6,6 +6,7 @@ import type {
   InstanceId,
   InstanceInfo,
   InstanceLoadSignal,
+  MigrationOutcome,
   Role,
   RouteDecision,
   RouteRequest,
@@ -92,6 +93,17 @@ export abstract class BasePolicy<C extends InstanceCost = InstanceCost> implemen
 
   tick(_now: number): void {}
 
+  /** A live migration ended (policies that ask for them, `migrations`): a done one moves the request. */
+  migrationEnded(
+    id: string,
+    _from: InstanceId,
+    to: InstanceId,
+    outcome: MigrationOutcome,
+    now: number,
+  ): void {
+    if (outcome === 'done') this.moveRequest(id, to, now);
+  }
+
   /** Current in-flight count of an instance, as this policy accounts it (tests, metrics). */
   inflight(instance: InstanceId): number {
     return this.view.inflight(instance);
@@ -106,7 +118,7 @@ export abstract class BasePolicy<C extends InstanceCost = InstanceCost> implemen
     if (from !== undefined) this.onMoved(id, from, to, now);
   }
 
-  /** After a request was moved from `from` to `to` (disaggregation: prefill to decode instance). */
+  /** After a request was moved from `from` to `to` (disaggregation: prefill to decode instance; a migration). */
   protected onMoved(_id: string, _from: InstanceId, _to: InstanceId, _now: number): void {}
 
   /** After a request was counted against its instance. */

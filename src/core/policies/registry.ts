@@ -13,6 +13,7 @@ import { E2_PLUS_DEFAULTS } from './e2-plus/options.ts';
 import { E2PlusPolicy } from './e2-plus/policy.ts';
 import { KvCostPolicy, kvCostDefaults } from './kv-cost.ts';
 import { LeastLoadPolicy, leastLoadDefaults } from './least-load.ts';
+import { LlumnixPolicy, llumnixDefaults } from './llumnix/policy.ts';
 import { PowerOfTwoPolicy, powerOfTwoDefaults } from './power-of-two.ts';
 import { PrefixHashPolicy, prefixHashDefaults } from './prefix-hash.ts';
 import { RandomPolicy, randomDefaults } from './random.ts';
@@ -130,6 +131,12 @@ const POLICIES = {
       'ours beyond E2: one cost comparison over all instances, marginal latency from current work + own miss',
     defaults: E2_PLUS_DEFAULTS,
     create: (o, context) => new E2PlusPolicy({ ...o, costModel: context.costModel }),
+  }),
+  llumnix: entry({
+    summary:
+      'Llumnix (OSDI 24): the instance with the most freeness ((KV capacity - virtual usage) / batch size); at ticks, live-migrates a decoding request from the least to the most free instance (load balance, de-fragmentation, priority headroom)',
+    defaults: llumnixDefaults,
+    create: (o) => new LlumnixPolicy(o),
   }),
 } as const;
 

@@ -52,6 +52,27 @@ export function admitInOrder(
   return admitted;
 }
 
+/**
+ * For `preemptFor` (prompts-first preemption): after a selection admitted `admitted` of the `ordered`
+ * requests it considered, the `freeKvTokens` those admissions need, each request's whole prompt (a cached
+ * prefix the engine pins stops being evictable); undefined when no request is left, or no slot or prefill
+ * budget is left for the next one.
+ */
+export function kvForAdmitted(
+  admitted: readonly QueuedRequest[],
+  ordered: number,
+  ctx: QueueContext,
+): number | undefined {
+  if (admitted.length >= ctx.maxRequests || admitted.length >= ordered) return undefined;
+  let kvTokens = 0;
+  let budget = ctx.tokenBudget;
+  for (const r of admitted) {
+    kvTokens += Math.max(0, r.promptTokens);
+    budget -= Math.max(1, r.promptTokens - r.cachedTokens);
+  }
+  return budget < 1 ? undefined : kvTokens;
+}
+
 /** Reserve of the policies that preempt on memory pressure instead of reserving ahead. */
 export function noReserve(): number {
   return 0;

@@ -1,4 +1,10 @@
 export { cachedPromptTokens, prefillTokens, uncachedTokens } from './admission.ts';
+export {
+  createFastServePolicy,
+  type FastServeOptions,
+  fastServeDefaults,
+  fastServeLevel,
+} from './fastserve.ts';
 export { createFcfsPolicy } from './fcfs.ts';
 export { createLarryPolicy, defaultLarryAlpha, type LarryOptions, larryScore } from './larry.ts';
 export { createLpmPolicy } from './lpm.ts';

@@ -1,4 +1,5 @@
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
+import { createFastServePolicy, type FastServeOptions, fastServeDefaults } from './fastserve.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
 import { createLpmPolicy } from './lpm.ts';
@@ -26,7 +27,8 @@ export type QueuePolicyOptions = PriorityGroupsOptions &
   SplitwiseMixedOptions &
   TrailOptions &
   LtrOptions &
-  PiaOptions;
+  PiaOptions &
+  FastServeOptions;
 
 interface QueuePolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -97,6 +99,12 @@ const QUEUE_POLICIES = {
       'PiA (seed 002): static batches of batchSize requests with similar predicted lengths (needs --predictor), formed when nothing runs',
     defaults: piaDefaults,
     create: createPiaPolicy,
+  }),
+  fastserve: entry({
+    summary:
+      'FastServe (seed 002): skip-join multi-level feedback queue (join level by prompt length, quanta of output tokens doubling per level, promotion after starveSeconds); preempts lower levels for a better waiting request, swapping their KV to the host pool (engine hostKvTokens)',
+    defaults: fastServeDefaults,
+    create: createFastServePolicy,
   }),
 } as const;
 

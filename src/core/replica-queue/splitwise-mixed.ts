@@ -1,5 +1,5 @@
 import { withDefaults } from '../with-defaults.ts';
-import { admitInOrder, noReserve } from './admission.ts';
+import { admitInOrder, kvForAdmitted, noReserve } from './admission.ts';
 import type { PreemptionPlan, QueuedRequest, QueuePolicy, RunningRequest } from './types.ts';
 
 export interface SplitwiseMixedOptions {
@@ -68,18 +68,11 @@ export function createSplitwiseMixedPolicy(options: SplitwiseMixedOptions = {}):
     select,
     preemptFor(waiting, running, ctx): PreemptionPlan | undefined {
       const admitted = select(waiting, ctx);
-      if (admitted.length >= ctx.maxRequests || admitted.length >= order.length) return undefined;
-      let kvTokens = 0;
-      let budget = ctx.tokenBudget;
-      for (const r of admitted) {
-        // The whole prompt, cached or not: a cached prefix the engine pins stops being evictable.
-        kvTokens += Math.max(0, r.promptTokens);
-        budget -= Math.max(1, r.promptTokens - r.cachedTokens);
-      }
-      if (budget < 1) return undefined;
+      const before = kvForAdmitted(admitted, order.length, ctx);
+      if (before === undefined) return undefined;
       const target = waiting[order[admitted.length]!]!;
       if ((target.preemptions ?? 0) > 0) return undefined;
-      kvTokens += Math.max(0, target.promptTokens);
+      const kvTokens = before + Math.max(0, target.promptTokens);
       const victims: RunningRequest[] = [];
       for (let i = running.length - 1; i >= 0; i--) {
         const r = running[i]!;

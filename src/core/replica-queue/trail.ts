@@ -1,5 +1,5 @@
 import { withDefaults } from '../with-defaults.ts';
-import { admitInOrder, noReserve } from './admission.ts';
+import { admitInOrder, kvForAdmitted, noReserve } from './admission.ts';
 import { IndexMaxHeap } from './index-heap.ts';
 import { predictedRemaining } from './predicted.ts';
 import type { PreemptionPlan, QueueContext, QueuedRequest, QueuePolicy, RunningRequest } from './types.ts';
@@ -59,17 +59,11 @@ export function createTrailPolicy(options: TrailOptions = {}): QueuePolicy {
       if (preemptWithin === 0) return undefined;
       const admitted = select(waiting, ctx);
       // The request the selection stopped at (popped but not admitted), if memory stopped it.
-      if (admitted.length >= ctx.maxRequests || order.length === admitted.length) return undefined;
+      const admittedKv = kvForAdmitted(admitted, order.length, ctx);
+      if (admittedKv === undefined) return undefined;
       const target = waiting[order[admitted.length]!]!;
       if ((target.generatedTokens ?? 0) > 0 || (target.preemptions ?? 0) > 0) return undefined;
-      let kvTokens = Math.max(0, target.promptTokens);
-      let budget = ctx.tokenBudget;
-      for (const r of admitted) {
-        // The whole prompt, cached or not: a cached prefix the engine pins stops being evictable.
-        kvTokens += Math.max(0, r.promptTokens);
-        budget -= Math.max(1, r.promptTokens - r.cachedTokens);
-      }
-      if (budget < 1) return undefined;
+      const kvTokens = admittedKv + Math.max(0, target.promptTokens);
       const remaining = predictedRemaining(target);
       const victims: RunningRequest[] = running.filter(
         (r) => (r.generatedTokens ?? 0) < preemptWithin && predictedRemaining(r) > remaining,

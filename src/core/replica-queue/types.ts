@@ -44,6 +44,8 @@ export interface QueuedRequest {
   readonly predictedOutputTokens?: number;
   /** Output tokens generated so far (0 for a new prompt; a preempted request keeps its count). */
   readonly generatedTokens?: number;
+  /** The client's prompt length, whatever a preemption added to `promptTokens` (absent: `promptTokens`). */
+  readonly inputTokens?: number;
 }
 
 /** A running request in its decode phase, as `preemptFor` sees it. */
@@ -56,6 +58,7 @@ export interface RunningRequest {
   /** As in `QueuedRequest`: the predicted total output and the output so far. */
   readonly predictedOutputTokens?: number;
   readonly generatedTokens?: number;
+  readonly inputTokens?: number;
 }
 
 /** What `preemptFor` asks of the engine: free KV for `target` by preempting `victims`, in order. */
@@ -125,4 +128,11 @@ export interface QueuePolicy {
     running: readonly RunningRequest[],
     ctx: QueueContext,
   ): PreemptionPlan | undefined;
+  /**
+   * Optional (priority schedulers: FastServe): a request's rank, lower served first. With it, an engine
+   * swaps a request back in from its host pool only while no waiting request ranks strictly better
+   * (and in rank order), so a swapped-out low-priority request does not take the memory a better one
+   * waits for. Without it, swapped-out requests resume first, in order (vLLM's swapped queue).
+   */
+  priority?(request: QueuedRequest, now: number): number;
 }

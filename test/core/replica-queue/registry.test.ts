@@ -22,6 +22,7 @@ describe('createQueuePolicy', () => {
         'ltr',
         's3',
         'pia',
+        'fastserve',
       ],
     );
     for (const name of queuePolicyNames) {
