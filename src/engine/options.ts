@@ -1,5 +1,6 @@
 import type { CostModel } from '../core/cost-model/types.ts';
 import { KV_LINK_CLASSES } from '../core/fleet/kv-link.ts';
+import type { LengthPrediction } from '../core/length/types.ts';
 import {
   createQueuePolicy,
   type QueuePolicyName,
@@ -53,6 +54,11 @@ export interface EngineOptions {
    */
   readonly role?: Role;
   /**
+   * A new prediction for a request that outran its `prediction` (core/length's `repredict`), asked
+   * at the end of the iteration whose token outran it. Absent: predictions are never revised.
+   */
+  readonly repredict?: (id: string, generated: number, previous: LengthPrediction) => LengthPrediction;
+  /**
    * Host (CPU) KV pool, in tokens: a preempted decoding request is swapped out there (KV kept, GPU KV
    * freed) while it fits, instead of being recomputed, and swapped back in before it resumes; each copy
    * costs bytes / `swapBandwidth`, added to the iteration that does it (host-swap.ts). Default 0: no pool.
@@ -77,6 +83,7 @@ export interface ResolvedEngineOptions {
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
   readonly role: Role;
+  readonly repredict: EngineOptions['repredict'];
   readonly hostKvTokens: number;
   readonly swapBandwidth: number;
 }
@@ -122,6 +129,7 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     exclusivePrefixes: options.exclusivePrefixes ?? false,
     minEvictionTokens,
     role,
+    repredict: options.repredict,
     hostKvTokens,
     swapBandwidth,
   };

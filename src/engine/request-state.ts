@@ -1,3 +1,4 @@
+import type { LengthPrediction } from '../core/length/types.ts';
 import type { QueuedRequest } from '../core/replica-queue/types.ts';
 import type { Tokens } from '../core/types.ts';
 import { outputRange, promptHash, withOutputs } from './output-tokens.ts';
@@ -68,6 +69,8 @@ export class RequestState implements QueuedRequest {
   batchNew = 0;
   batchSeq = 0;
   joined = false;
+  /** The length predictor's current guess (`EngineRequest.prediction`), revised when outrun. */
+  prediction: LengthPrediction | undefined = undefined;
   /** Runs to its first token only, then holds its KV (`SubmitOptions.stopAfterPrefill`). */
   stopAfterPrefill = false;
   /** Its KV was adopted by this iteration's admission (it joins the batch as a decode). */
@@ -94,6 +97,11 @@ export class RequestState implements QueuedRequest {
     this.maxOutputTokens = maxTokens;
     this.cursor = cache.newCursor();
     this.pin = cache.root;
+  }
+
+  /** The queue policy's view of the prediction and of the output so far. */
+  get predictedOutputTokens(): number | undefined {
+    return this.prediction?.tokens;
   }
 
   /** Output tokens generated so far (the queue policy's `generatedTokens`). */
