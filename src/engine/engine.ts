@@ -131,6 +131,7 @@ export class Engine {
   readonly chunkedPrefillTokens: number;
   readonly maxRunning: number;
   readonly enableChunking: boolean;
+  readonly padPrefillChunks: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
   private currentRole: Role;
@@ -165,6 +166,7 @@ export class Engine {
     this.chunkedPrefillTokens = o.chunkedPrefillTokens;
     this.maxRunning = o.maxRunning;
     this.enableChunking = o.enableChunking;
+    this.padPrefillChunks = o.padPrefillChunks;
     this.minEvictionTokens = o.minEvictionTokens;
     this.exclusivePrefixes = o.exclusivePrefixes;
     this.currentRole = o.role;
@@ -386,6 +388,13 @@ export class Engine {
         prefillTokens: 0,
         decodeTokens: 0,
       };
+    }
+    if (this.padPrefillChunks && prefillTokens > 0 && prefillTokens < this.chunkedPrefillTokens) {
+      // TetriInfer's zero padding of the last chunk: computed like a sequence of its own.
+      const pad = this.chunkedPrefillTokens - prefillTokens;
+      newTokens += pad;
+      seqTokens += pad;
+      newTimesSeq += pad * pad;
     }
     const duration = this.costModel.iterationTime({
       requests: batch.length,
@@ -640,6 +649,9 @@ export class Engine {
     let decodes = 0;
     for (const r of this.running) if (r.phase === 'decode') decodes++;
     let admitted = 0;
+    // A policy with its own adopt rule (TetriInfer's reserve policies) sees the decoding requests.
+    const rule = this.queuePolicy.admitAdopted;
+    const decoding = rule === undefined ? [] : this.running.filter((r) => r.phase === 'decode');
     while (admitted < queue.length && this.running.length < this.maxRunning) {
       const r = queue[admitted]!;
       const prompt = r.prompt;
@@ -650,6 +662,17 @@ export class Engine {
       const growth = this.queuePolicy.preempts ? decodes + 1 : 0;
       const free = this.freeTokens();
       if (fresh + reserve + growth > free + this.cache.evictableTokens - this.reservedTokens) {
+        this.cache.unpin(pin);
+        break;
+      }
+      if (
+        rule !== undefined &&
+        !rule.call(this.queuePolicy, r, decoding, {
+          // Its cached prefix is pinned now: what it needs beyond it is what the rule weighs.
+          freeKvTokens: free + this.cache.evictableTokens - this.reservedTokens + matched,
+          kvCapacityTokens: this.kvCapacityTokens,
+        })
+      ) {
         this.cache.unpin(pin);
         break;
       }
@@ -669,6 +692,7 @@ export class Engine {
       r.phase = 'decode';
       r.adoptedNow = true;
       this.running.push(r);
+      if (rule !== undefined) decoding.push(r);
       decodes++;
       admitted++;
       if (!r.started) {

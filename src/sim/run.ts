@@ -2,7 +2,7 @@ import type { InstanceCostModel } from '../core/cost-model/instance.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
-import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
+import { createGlobalPolicy, policyEntry, resolvePolicyOptions } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
@@ -139,6 +139,8 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   // The policy's prefill batching from each prefill instance's cost model (DistServe's L_m), where
   // neither the run nor the instance sets a chunk budget.
   const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;
+  const policyOptions = resolvePolicyOptions(spec.policy, spec.policyOptions ?? {}, spec.seed);
+  const queuePolicyOptions = entry.engineQueuePolicyOptions?.(policyOptions);
   // The policy's queue policy for an instance's role (Splitwise's mixed machines), where neither the
   // run nor the instance names one.
   const byRole =
@@ -153,7 +155,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
       instance.role !== 'prefill' ||
       instance.engine?.chunkedPrefillTokens !== undefined
       ? withQueue
-      : { ...withQueue, engine: { ...withQueue.engine, ...batching(instance.costModel) } };
+      : { ...withQueue, engine: { ...withQueue.engine, ...batching(instance.costModel, policyOptions) } };
   };
   const policy = createGlobalPolicy(
     spec.policy,
@@ -177,6 +179,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
         }),
     engine: {
       queuePolicy,
+      ...(queuePolicyOptions === undefined ? {} : { queuePolicyOptions }),
       ...(chunkTokens === undefined ? {} : { chunkedPrefillTokens: chunkTokens }),
       ...(spec.maxRunning === undefined ? {} : { maxRunning: spec.maxRunning }),
       ...(spec.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),

@@ -13,13 +13,19 @@ import {
   type SplitwiseMixedOptions,
   splitwiseMixedDefaults,
 } from './splitwise-mixed.ts';
+import {
+  createTetriInferQueuePolicy,
+  type TetriInferQueueOptions,
+  tetriInferQueueDefaults,
+} from './tetriinfer.ts';
 import type { QueuePolicy } from './types.ts';
 
 /** Options of every queue policy in one object; each policy reads only its own. */
 export type QueuePolicyOptions = PriorityGroupsOptions &
   LarryOptions &
   NoPreemptOptions &
-  SplitwiseMixedOptions;
+  SplitwiseMixedOptions &
+  TetriInferQueueOptions;
 
 interface QueuePolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -66,6 +72,12 @@ const QUEUE_POLICIES = {
       "Splitwise's mixed machines: new prompts first, preempting the youngest decodes when memory lacks; a decode aged past agingSeconds outranks prompts; at most maxPreemptions per request",
     defaults: splitwiseMixedDefaults,
     create: createSplitwiseMixedPolicy,
+  }),
+  tetriinfer: entry({
+    summary:
+      "TetriInfer's instance scheduling (seed 004): prefill order fcfs/sjf/ljf within PrefillSchedBatch requests; decode admission greedy, reserve-static or reserve-dynamic by predicted length",
+    defaults: tetriInferQueueDefaults,
+    create: createTetriInferQueuePolicy,
   }),
 } as const;
 

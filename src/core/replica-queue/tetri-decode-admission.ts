@@ -1,0 +1,50 @@
+/** TetriInfer's decode admission policies (§3.4). */
+export type DecodeAdmission = 'greedy' | 'reserve-static' | 'reserve-dynamic';
+
+/** A request on (or arriving at) a decode instance, as the admission rule sees it. */
+export interface DecodingRequest {
+  readonly id: string;
+  /** KV tokens it holds (running) or brings (arrived: prompt + generated - 1). */
+  readonly kvTokens: number;
+  /** Output tokens generated so far. */
+  readonly generated: number;
+  /** Predicted output tokens in all (the length predictor's), absent when none. */
+  readonly predictedOutputTokens?: number;
+}
+
+/** Predicted tokens still to generate: at least 1 while it runs (a request past its prediction may end any step). */
+export function predictedRemaining(r: DecodingRequest): number | undefined {
+  if (r.predictedOutputTokens === undefined) return undefined;
+  return Math.max(1, r.predictedOutputTokens - r.generated);
+}
+
+/**
+ * Whether a decode instance admits `candidate` now (its KV already fits: the engine checks that first).
+ * `freeKvTokens`: what admission may allocate (free + evictable - reserves).
+ * - `greedy` (vLLM): always; the engine preempts (swaps) later if decodes outgrow memory.
+ * - `reserve-static`: only if its predicted memory, its KV plus its predicted remaining output, fits
+ *   in what is free now ("smaller than the available accelerator memory for the current iteration").
+ * - `reserve-dynamic`: only if memory is still free when the batch's shortest remaining job ends: the
+ *   growth of every running request and of the candidate until then (each by its prediction, capped
+ *   at its own remaining), with the candidate's KV, fits in what is free now.
+ * Without a prediction the request counts as greedy would (the rule has nothing to reserve by).
+ */
+export function admitsDecode(
+  rule: DecodeAdmission,
+  candidate: DecodingRequest,
+  running: readonly DecodingRequest[],
+  freeKvTokens: number,
+): boolean {
+  if (rule === 'greedy') return true;
+  const own = predictedRemaining(candidate);
+  if (own === undefined) return true;
+  if (rule === 'reserve-static') return candidate.kvTokens + own <= freeKvTokens;
+  let shortest = own;
+  for (const r of running) {
+    const rest = predictedRemaining(r);
+    if (rest !== undefined && rest < shortest) shortest = rest;
+  }
+  let need = candidate.kvTokens + Math.min(own, shortest);
+  for (const r of running) need += Math.min(predictedRemaining(r) ?? shortest, shortest);
+  return need <= freeKvTokens;
+}
