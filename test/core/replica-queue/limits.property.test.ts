@@ -14,12 +14,15 @@ import { ctxArb, ids, queueArb } from './helpers.ts';
 
 /** `stateful`: the answer also depends on earlier calls (priority-groups' rotation), so it is not checked for purity. */
 const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean }[] = [
-  ...queuePolicyNames.map((name) => ({ name, options: {} })),
+  // tetriinfer's prefill scheduler remembers its scheduled batch between calls.
+  ...queuePolicyNames.map((name) => ({ name, options: {}, stateful: name === 'tetriinfer' })),
   { name: 'priority-groups', options: { groups: 3 } },
   { name: 'priority-groups', options: { mode: 'rotation' }, stateful: true },
   { name: 'larry', options: { alpha: 0 } },
   { name: 'larry', options: { alpha: 1000 } },
   { name: 'no-preempt', options: { defaultMaxOutputTokens: 0, maxContextTokens: 3000 } },
+  { name: 'tetriinfer', options: { prefillOrder: 'ljf', prefillSchedBatch: 3 }, stateful: true },
+  { name: 'tetriinfer', options: { prefillOrder: 'fcfs', prefillSchedBatch: 1 }, stateful: true },
 ];
 
 function checkLimits(policy: QueuePolicy, waiting: readonly QueuedRequest[], context: QueueContext): void {

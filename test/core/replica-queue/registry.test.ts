@@ -11,7 +11,7 @@ describe('createQueuePolicy', () => {
   it('creates every named policy', () => {
     assert.deepEqual(
       [...queuePolicyNames],
-      ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt', 'splitwise-mixed'],
+      ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt', 'splitwise-mixed', 'tetriinfer'],
     );
     for (const name of queuePolicyNames) {
       const policy = createQueuePolicy(name);

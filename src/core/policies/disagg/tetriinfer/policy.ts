@@ -1,12 +1,6 @@
 import { NoInstanceAvailableError } from '../../../cluster-view.ts';
 import { Random } from '../../../random.ts';
-import type {
-  FleetRequest,
-  InstanceId,
-  RouteDecision,
-  RouteRequest,
-  Tokens,
-} from '../../../types.ts';
+import type { FleetRequest, InstanceId, RouteDecision, RouteRequest, Tokens } from '../../../types.ts';
 import { withDefaults } from '../../../with-defaults.ts';
 import { BasePolicy, NO_COSTS } from '../../base-policy.ts';
 import { indexAfter } from '../../support/index-after.ts';
