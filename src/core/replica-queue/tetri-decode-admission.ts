@@ -1,3 +1,5 @@
+import type { LengthPrediction } from '../length/types.ts';
+
 /** TetriInfer's decode admission policies (§3.4). */
 export type DecodeAdmission = 'greedy' | 'reserve-static' | 'reserve-dynamic';
 
@@ -8,14 +10,19 @@ export interface DecodingRequest {
   readonly kvTokens: number;
   /** Output tokens generated so far. */
   readonly generated: number;
-  /** Predicted output tokens in all (the length predictor's), absent when none. */
-  readonly predictedOutputTokens?: number;
+  /** The length predictor's current guess at its whole output (revised upward when outrun), absent when none. */
+  readonly prediction?: LengthPrediction | undefined;
 }
 
-/** Predicted tokens still to generate: at least 1 while it runs (a request past its prediction may end any step). */
+/**
+ * Predicted tokens still to generate, from the predicted range's lower end ("our policies estimate
+ * resource usage using the predicted length range's lower end", §5.2.3; a point prediction is its own
+ * lower end); at least 1 while it runs (a request past it may end any step).
+ */
 export function predictedRemaining(r: DecodingRequest): number | undefined {
-  if (r.predictedOutputTokens === undefined) return undefined;
-  return Math.max(1, r.predictedOutputTokens - r.generated);
+  const p = r.prediction;
+  if (p === undefined) return undefined;
+  return Math.max(1, (p.bucket?.low ?? p.tokens) - r.generated);
 }
 
 /**

@@ -120,6 +120,9 @@ test('every policy is described for --help with its options', () => {
   assert.match(lines.at(-4)!, /^distserve: DistServe/);
   assert.match(lines.at(-3)!, /^splitwise: Splitwise .*\[promptQueueTokens=8192, /);
   assert.match(lines.at(-2)!, /^prefix-pd: prefix-aware .*\[prefillPolicy=e2, colocatedPrefillSeconds=0.1, /);
-  assert.match(lines.at(-1)!, /^tetriinfer: TetriInfer .*\[chunkSize=512, padChunks=true, prefillOrder=sjf, /);
+  assert.match(
+    lines.at(-1)!,
+    /^tetriinfer: TetriInfer .*\[chunkSize=512, padChunks=true, prefillOrder=sjf, /,
+  );
   assert.match(lines[0]!, /^e2: .*\[windowSeconds=180, .*prefixReplication=true/);
 });

@@ -9,7 +9,7 @@ import {
 const d = (id: string, kvTokens: number, generated: number, predicted?: number): DecodingRequest =>
   predicted === undefined
     ? { id, kvTokens, generated }
-    : { id, kvTokens, generated, predictedOutputTokens: predicted };
+    : { id, kvTokens, generated, prediction: { tokens: predicted } };
 
 describe('tetriinfer decode admission (§3.4) on hand-made states', () => {
   // Running: x has 40 tokens left by its prediction, y 10; the candidate brings 100 KV tokens, 60 to go.
@@ -20,6 +20,14 @@ describe('tetriinfer decode admission (§3.4) on hand-made states', () => {
     assert.equal(predictedRemaining(candidate), 60);
     assert.equal(predictedRemaining(d('o', 10, 150, 100)), 1);
     assert.equal(predictedRemaining(d('n', 10, 5)), undefined);
+    // A bucketed prediction counts from its range's lower end.
+    const bucketed = {
+      id: 'b',
+      kvTokens: 10,
+      generated: 50,
+      prediction: { tokens: 300, bucket: { low: 200, high: 400 } },
+    };
+    assert.equal(predictedRemaining(bucketed), 150);
   });
 
   it('greedy admits whatever the engine found room for', () => {

@@ -14,7 +14,7 @@ const fleet = (options: ConstructorParameters<typeof TetriInferPolicy>[0] = {}) 
 };
 
 const route = (p: TetriInferPolicy, id: string, prompt: number, predicted: number, now = 0) =>
-  p.route({ id, tokens: seq(prompt, 1), arrival: now, outputLenHint: predicted }, now);
+  p.route({ id, tokens: seq(prompt, 1), arrival: now, predictedOutputTokens: predicted }, now);
 
 /** Prefill ends and the dispatcher picks the decode instance. */
 const dispatch = (p: TetriInferPolicy, id: string, prompt: number, now: number) => {

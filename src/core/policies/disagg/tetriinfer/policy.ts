@@ -11,8 +11,8 @@ import { checkTetriInferOptions, type TetriInferOptions, tetriInferDefaults } fr
 /** Predicted output tokens of a request (the length predictor's answer), undefined when none. */
 export type OutputPredictor = (request: RouteRequest) => number | undefined;
 
-/** Where the router's prediction comes from until the length predictors land: the client's max_tokens. */
-export const hintPredictor: OutputPredictor = (request) => request.outputLenHint;
+/** The run's length predictor's guess (core/length; `preble sim --predictor`), carried on the request. */
+export const requestPrediction: OutputPredictor = (request) => request.predictedOutputTokens;
 
 interface Tracked {
   readonly promptTokens: number;
@@ -57,9 +57,10 @@ const NO_REQUESTS: readonly FleetRequest[] = Object.freeze([]);
  * - Decode instance (§3.4): continuous batching on paged KV, admission `greedy` (vLLM), `reserve-static`
  *   or `reserve-dynamic` by the predicted length (the `tetriinfer` queue policy's adopt rule).
  * - Instance flip (§3.5): `flip.ts`, asked for through `fleetRequests` (role changes).
- * Predictions are point values (the bucket's lower end when the predictor is bucketed: "our policies
- * estimate resource usage using the predicted length range's lower end", §5.2.3); a request is a
- * heavy decode past `heavyDecodeTokens`.
+ * The router sees the run's length predictor's point estimate (`RouteRequest.predictedOutputTokens`,
+ * a bucket's middle for `tetriinfer-G`; `defaultOutputTokens` without a predictor); the decode
+ * admission counts from the predicted range's lower end, as the paper's (§5.2.3). A request is a heavy
+ * decode past `heavyDecodeTokens`.
  */
 export class TetriInferPolicy extends BasePolicy {
   readonly name = 'tetriinfer';
@@ -76,7 +77,7 @@ export class TetriInferPolicy extends BasePolicy {
 
   constructor(
     options: TetriInferOptions = {},
-    private readonly predict: OutputPredictor = hintPredictor,
+    private readonly predict: OutputPredictor = requestPrediction,
   ) {
     super();
     this.o = withDefaults(tetriInferDefaults, options);
