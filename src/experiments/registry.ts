@@ -5,6 +5,7 @@ import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
 import { splitwise } from './splitwise.ts';
+import { tetriinfer } from './tetriinfer.ts';
 import type { Experiment } from './types.ts';
 
 export const experiments: readonly Experiment[] = [
@@ -15,6 +16,7 @@ export const experiments: readonly Experiment[] = [
   distserve,
   splitwise,
   prefixDisagg,
+  tetriinfer,
 ];
 
 export function findExperiment(name: string): Experiment {

@@ -186,8 +186,8 @@ const DISAGGREGATED_POLICIES = {
     engineQueuePolicy: 'tetriinfer',
     prefillBatching: (_costModel, o = tetriInferDefaults) => ({
       chunkedPrefillTokens: o.chunkSize,
-      enableChunking: true,
-      padPrefillChunks: o.padChunks,
+      enableChunking: o.chunkedPrefill,
+      padPrefillChunks: o.chunkedPrefill && o.padChunks,
     }),
     engineQueuePolicyOptions: (o) => ({
       prefillOrder: o.prefillOrder,

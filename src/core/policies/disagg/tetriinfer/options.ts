@@ -34,6 +34,11 @@ export interface TetriInferOptions {
   readonly flipDelaySeconds?: number;
   /** Seed of the dispatcher's random picks (defaults to the run's --seed). */
   readonly seed?: number;
+  /**
+   * false: the prefill instances batch prompts up to `chunkSize` tokens without chunking, the prompt
+   * that crosses it whole (vLLM's fixed batches, the baseline of §5.2.1's Figure 16); no padding.
+   */
+  readonly chunkedPrefill?: boolean;
 }
 
 export const tetriInferDefaults: Required<TetriInferOptions> = {
@@ -49,6 +54,7 @@ export const tetriInferDefaults: Required<TetriInferOptions> = {
   flipIdleSeconds: 60,
   flipDelaySeconds: 0.006,
   seed: 0,
+  chunkedPrefill: true,
 };
 
 /**
