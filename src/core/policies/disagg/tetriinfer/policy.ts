@@ -4,6 +4,7 @@ import type { FleetRequest, InstanceId, RouteDecision, RouteRequest, Tokens } fr
 import { withDefaults } from '../../../with-defaults.ts';
 import { BasePolicy, NO_COSTS } from '../../base-policy.ts';
 import { indexAfter } from '../../support/index-after.ts';
+import { hasDisaggregatedRoles, withRole } from '../../support/roles.ts';
 import { type DecodeLoad, dispatchDecode } from './dispatch.ts';
 import { FlipWatcher, type WatchedInstance } from './flip.ts';
 import { checkTetriInferOptions, type TetriInferOptions, tetriInferDefaults } from './options.ts';
@@ -100,7 +101,7 @@ export class TetriInferPolicy extends BasePolicy {
     const prefill = this.usable(active, 'prefill');
     if (prefill.length === 0) {
       throw new Error(
-        this.hasRoles()
+        hasDisaggregatedRoles(this.view)
           ? 'tetriinfer: no active prefill instance to take the request'
           : 'tetriinfer: the fleet has no prefill and decode instances; tetriinfer needs a disaggregated fleet (e.g. --fleet 2P2D)',
       );
@@ -138,7 +139,7 @@ export class TetriInferPolicy extends BasePolicy {
   routeDecode(id: string, _prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId {
     this.unqueue(id);
     let decode = this.usable(this.view.active, 'decode');
-    if (decode.length === 0) decode = this.withRole(this.view.active, 'decode');
+    if (decode.length === 0) decode = withRole(this.view, this.view.active, 'decode');
     if (decode.length === 0) throw new NoInstanceAvailableError();
     const r = this.requests.get(id);
     const predicted = r?.predicted ?? this.o.defaultOutputTokens;
@@ -235,15 +236,6 @@ export class TetriInferPolicy extends BasePolicy {
 
   /** Instances of `role` among `ids` that are not being flipped. */
   private usable(ids: readonly InstanceId[], role: 'prefill' | 'decode'): InstanceId[] {
-    return this.withRole(ids, role).filter((id) => !this.watcher.isFlipping(id));
-  }
-
-  private withRole(ids: readonly InstanceId[], role: 'prefill' | 'decode'): InstanceId[] {
-    return ids.filter((id) => this.view.state(id)?.info.role === role);
-  }
-
-  private hasRoles(): boolean {
-    for (const s of this.view.known()) if (s.info.role === 'prefill' || s.info.role === 'decode') return true;
-    return false;
+    return withRole(this.view, ids, role).filter((id) => !this.watcher.isFlipping(id));
   }
 }
