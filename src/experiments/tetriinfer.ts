@@ -512,6 +512,14 @@ function findings(results: readonly CellResult[]): string[] {
     '  two instances it always compares both and takes the lower heavy:light ratio, which ignores how many requests',
     '  each runs, so the busier one may win (the decode busy spread is in the claim). Imbalance, every heavy',
     "  decode on one instance, is the slowest everywhere, as in the paper's Figure 19.",
+  );
+  const tetri = results.filter((r) => r.cell.spec.policy === 'tetriinfer');
+  const flipped = tetri.filter((r) => r.report.fleetLog !== undefined).length;
+  lines.push(
+    `- **Flips.** ${flipped} of ${tetri.length} TetriInfer runs flipped an instance: a flip needs one idle for a minute (the`,
+    "  paper's example) while every instance of the other role is busy, and these streams last at most",
+    `  ${fixed(Math.max(0, ...tetri.map((r) => r.report.durationSeconds)), 0)} s. A flip would not shorten a run anyway: requests already dispatched stay where they are`,
+    '  (no migration), so a prefill instance flipped once arrivals end gets no decode work.',
     '',
   );
   return lines;
