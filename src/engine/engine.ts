@@ -674,8 +674,11 @@ export class Engine {
         this.cache.unpin(pin);
         break;
       }
+      // With nothing decoding the head is admitted whatever the rule says: it fits, and waiting could
+      // never free memory (a prediction beyond the capacity would stall the engine).
       if (
         rule !== undefined &&
+        decoding.length > 0 &&
         !rule.call(this.queuePolicy, r, decoding, {
           // Its cached prefix is pinned now: what it needs beyond it is what the rule weighs.
           freeKvTokens: free + this.cache.evictableTokens - this.reservedTokens + matched,

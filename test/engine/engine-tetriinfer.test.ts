@@ -59,7 +59,7 @@ describe('engine: a queue policy with its own adopt rule', () => {
     },
   });
 
-  it('is asked in adopt-queue order; a refusal holds that request and those behind it', () => {
+  it('is asked in adopt-queue order while something decodes; a refusal holds that request and those behind it', () => {
     const allow = new Set(['a']);
     const seen: [string, string[], number][] = [];
     const engine = new Engine({
@@ -75,11 +75,8 @@ describe('engine: a queue policy with its own adopt rule', () => {
       first.events.started.map((s) => s.id),
       ['a'],
     );
-    // a saw nothing running and the whole memory free; b saw a running (c was never asked).
-    assert.deepEqual(seen, [
-      ['a', [], 1000],
-      ['b', ['a'], 900],
-    ]);
+    // a was admitted unasked (nothing decoding); b saw a running and was refused; c was never asked.
+    assert.deepEqual(seen, [['b', ['a'], 900]]);
     allow.add('b');
     allow.add('c');
     const second = engine.step(first.duration);
@@ -88,5 +85,28 @@ describe('engine: a queue policy with its own adopt rule', () => {
       ['b', 'c'],
     );
     engine.checkInvariants();
+  });
+});
+
+describe('engine: an adopt rule never stalls an idle engine', () => {
+  it('admits the head when nothing decodes, whatever the rule says', () => {
+    const seen: [string, string[], number][] = [];
+    const refuseAll: QueuePolicy = {
+      ...createFcfsPolicy(),
+      admitAdopted: (candidate: DecodingRequest, running: readonly DecodingRequest[], ctx) => {
+        seen.push([candidate.id, running.map((r) => r.id), ctx.freeKvTokens]);
+        return false;
+      },
+    };
+    const engine = new Engine({ costModel: simpleCostModel(1000), role: 'decode', queuePolicy: refuseAll });
+    engine.adopt({ id: 'a', tokens: seq(100, 1), outputTokens: 3 }, { kvTokens: 100, generated: 1 }, 0);
+    engine.adopt({ id: 'b', tokens: seq(100, 500), outputTokens: 3 }, { kvTokens: 100, generated: 1 }, 0);
+    const first = engine.step(0);
+    assert.deepEqual(
+      first.events.started.map((s) => s.id),
+      ['a'],
+    );
+    // a was admitted without asking; b was asked (a decoding) and refused.
+    assert.deepEqual(seen, [['b', ['a'], 900]]);
   });
 });

@@ -129,8 +129,9 @@ export interface QueuePolicy {
   ): PreemptionPlan | undefined;
   /**
    * Optional (TetriInfer's decode admission): asked by an engine for each request in its adopt queue
-   * whose KV fits, in order; false keeps it (and those behind it) waiting. `running`: the engine's
-   * decoding requests. Policies without it admit whatever fits (greedy, vLLM's).
+   * whose KV fits, in order, while something decodes (an engine with nothing decoding admits the head
+   * regardless); false keeps it (and those behind it) waiting. `running`: the engine's decoding
+   * requests. Policies without it admit whatever fits (greedy, vLLM's).
    */
   admitAdopted?(
     candidate: DecodingRequest,
