@@ -8,8 +8,8 @@ import { TETRI_KV_TOKENS, TETRI_RATES } from '../../src/experiments/tetriinfer.t
 test('tetriinfer builds its grid: five classes x three systems, prefill, admission and dispatch panels', () => {
   const experiment = findExperiment('tetriinfer');
   const cells = experiment.cells({ requests: 10, seed: 0 });
-  // Per rate: 15 end-to-end, 6 admission, 6 dispatch; the prefill panel adds 5 series at 4 rates.
-  assert.equal(cells.length, TETRI_RATES.length * 27 + 4 * 5);
+  // Per rate: 15 end-to-end, 8 admission, 6 dispatch; the prefill panel adds 5 series at 4 rates.
+  assert.equal(cells.length, TETRI_RATES.length * 29 + 4 * 5);
   assert.equal(TETRI_KV_TOKENS, 7324); // (32 - 26 GB) / 819,200 bytes per token
   for (const c of cells) {
     assert.equal(c.spec.fleet === undefined, c.series.startsWith('vllm-like'));

@@ -193,6 +193,7 @@ const DISAGGREGATED_POLICIES = {
       prefillOrder: o.prefillOrder,
       prefillSchedBatch: o.prefillSchedBatch,
       decodeAdmission: o.decodeAdmission,
+      reserveFrom: o.reserveFrom,
     }),
     create: (o) => new TetriInferPolicy(o),
   }),

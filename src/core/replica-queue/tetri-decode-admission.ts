@@ -3,6 +3,9 @@ import type { LengthPrediction } from '../length/types.ts';
 /** TetriInfer's decode admission policies (§3.4). */
 export type DecodeAdmission = 'greedy' | 'reserve-static' | 'reserve-dynamic';
 
+/** What a bucketed prediction counts as: its range's lower end (the paper's, §5.2.3) or its point estimate. */
+export type ReserveFrom = 'lower' | 'point';
+
 /** A request on (or arriving at) a decode instance, as the admission rule sees it. */
 export interface DecodingRequest {
   readonly id: string;
@@ -19,10 +22,10 @@ export interface DecodingRequest {
  * resource usage using the predicted length range's lower end", §5.2.3; a point prediction is its own
  * lower end); at least 1 while it runs (a request past it may end any step).
  */
-export function predictedRemaining(r: DecodingRequest): number | undefined {
+export function predictedRemaining(r: DecodingRequest, from: ReserveFrom = 'lower'): number | undefined {
   const p = r.prediction;
   if (p === undefined) return undefined;
-  return Math.max(1, (p.bucket?.low ?? p.tokens) - r.generated);
+  return Math.max(1, (from === 'lower' ? (p.bucket?.low ?? p.tokens) : p.tokens) - r.generated);
 }
 
 /**
@@ -35,23 +38,26 @@ export function predictedRemaining(r: DecodingRequest): number | undefined {
  *   growth of every running request and of the candidate until then (each by its prediction, capped
  *   at its own remaining), with the candidate's KV, fits in what is free now.
  * Without a prediction the request counts as greedy would (the rule has nothing to reserve by).
+ * `from`: a bucketed prediction's lower end (the paper's) or its point estimate (ours, to measure what
+ * the lower end costs).
  */
 export function admitsDecode(
   rule: DecodeAdmission,
   candidate: DecodingRequest,
   running: readonly DecodingRequest[],
   freeKvTokens: number,
+  from: ReserveFrom = 'lower',
 ): boolean {
   if (rule === 'greedy') return true;
-  const own = predictedRemaining(candidate);
+  const own = predictedRemaining(candidate, from);
   if (own === undefined) return true;
   if (rule === 'reserve-static') return candidate.kvTokens + own <= freeKvTokens;
   let shortest = own;
   for (const r of running) {
-    const rest = predictedRemaining(r);
+    const rest = predictedRemaining(r, from);
     if (rest !== undefined && rest < shortest) shortest = rest;
   }
   let need = candidate.kvTokens + Math.min(own, shortest);
-  for (const r of running) need += Math.min(predictedRemaining(r) ?? shortest, shortest);
+  for (const r of running) need += Math.min(predictedRemaining(r, from) ?? shortest, shortest);
   return need <= freeKvTokens;
 }

@@ -1,6 +1,6 @@
 import { withDefaults } from '../with-defaults.ts';
 import { admitInOrder, noReserve } from './admission.ts';
-import { admitsDecode, type DecodeAdmission } from './tetri-decode-admission.ts';
+import { admitsDecode, type DecodeAdmission, type ReserveFrom } from './tetri-decode-admission.ts';
 import { PrefillBatchScheduler, type PrefillOrder } from './tetri-prefill-batch.ts';
 import type { QueuePolicy } from './types.ts';
 
@@ -11,12 +11,15 @@ export interface TetriInferQueueOptions {
   readonly prefillSchedBatch?: number;
   /** Decode admission (§3.4). Default reserve-dynamic, the paper's. */
   readonly decodeAdmission?: DecodeAdmission;
+  /** A bucketed prediction counts from its lower end (the paper's) or its point estimate. Default lower. */
+  readonly reserveFrom?: ReserveFrom;
 }
 
 export const tetriInferQueueDefaults: Required<TetriInferQueueOptions> = {
   prefillOrder: 'sjf',
   prefillSchedBatch: 16,
   decodeAdmission: 'reserve-dynamic',
+  reserveFrom: 'lower',
 };
 
 /**
@@ -38,6 +41,8 @@ export function createTetriInferQueuePolicy(options: TetriInferQueueOptions = {}
     throw new Error(
       `tetriinfer queue: decodeAdmission must be greedy, reserve-static or reserve-dynamic, got '${o.decodeAdmission}'`,
     );
+  if (!['lower', 'point'].includes(o.reserveFrom))
+    throw new Error(`tetriinfer queue: reserveFrom must be lower or point, got '${o.reserveFrom}'`);
   const scheduler = new PrefillBatchScheduler(o.prefillOrder, o.prefillSchedBatch);
   return {
     name: 'tetriinfer',
@@ -45,6 +50,6 @@ export function createTetriInferQueuePolicy(options: TetriInferQueueOptions = {}
     reserveTokens: noReserve,
     select: (waiting, ctx) => admitInOrder(waiting, ctx, scheduler.nextIndex(waiting), noReserve),
     admitAdopted: (candidate, running, ctx) =>
-      admitsDecode(o.decodeAdmission, candidate, running, ctx.freeKvTokens),
+      admitsDecode(o.decodeAdmission, candidate, running, ctx.freeKvTokens, o.reserveFrom),
   };
 }

@@ -28,6 +28,7 @@ describe('tetriinfer decode admission (§3.4) on hand-made states', () => {
       prediction: { tokens: 300, bucket: { low: 200, high: 400 } },
     };
     assert.equal(predictedRemaining(bucketed), 150);
+    assert.equal(predictedRemaining(bucketed, 'point'), 250); // counted from its middle instead
   });
 
   it('greedy admits whatever the engine found room for', () => {

@@ -1,4 +1,4 @@
-import type { DecodeAdmission } from '../../../replica-queue/tetri-decode-admission.ts';
+import type { DecodeAdmission, ReserveFrom } from '../../../replica-queue/tetri-decode-admission.ts';
 import type { PrefillOrder } from '../../../replica-queue/tetri-prefill-batch.ts';
 
 /** How a prefill instance's dispatcher picks the decode instance (TetriInfer §3.3.4, Figure 19). */
@@ -39,6 +39,8 @@ export interface TetriInferOptions {
    * that crosses it whole (vLLM's fixed batches, the baseline of §5.2.1's Figure 16); no padding.
    */
   readonly chunkedPrefill?: boolean;
+  /** Decode admission counts a bucketed prediction from its lower end (§5.2.3) or, `point`, its middle (ours). */
+  readonly reserveFrom?: ReserveFrom;
 }
 
 export const tetriInferDefaults: Required<TetriInferOptions> = {
@@ -55,6 +57,7 @@ export const tetriInferDefaults: Required<TetriInferOptions> = {
   flipDelaySeconds: 0.006,
   seed: 0,
   chunkedPrefill: true,
+  reserveFrom: 'lower',
 };
 
 /**
