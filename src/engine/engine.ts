@@ -744,6 +744,7 @@ export class Engine {
       kvCapacityTokens: this.kvCapacityTokens,
       tokenBudget: budget,
       maxRequests: slots,
+      runningRequests: this.running.length,
     };
     if (this.queuePolicy.preemptFor !== undefined && this.preemptForPrompt(ctx, preempted)) {
       ctx = { ...ctx, freeKvTokens: this.admissibleTokens() };

@@ -28,7 +28,9 @@ export const TETRIINFER_ACCURACY = { 100: 0.589, 200: 0.749, 400: 0.85 } as cons
  * `oracle-bucket`: a TetriInfer-like length classifier. The true bucket comes out with probability
  * `accuracy`; a wrong prediction lands in a neighbouring bucket, one below or one above with equal
  * chance (one above from bucket 0). TetriInfer reports only the top-1 accuracy; we assume its errors
- * are adjacent classes, the usual confusion of an ordinal classifier. Point estimate: the bucket's
+ * are adjacent classes, the usual confusion of an ordinal classifier. The bucket width is the
+ * granularity (TetriInfer's example, "using a granularity of 100, responses with token lengths between
+ * 0 to 200 are labeled with 0", reads as a width of 200; we take its name at its word). Point estimate: the bucket's
  * middle. Outrun (reaching the bucket's top): the next bucket up (repredict.ts).
  */
 export function createOracleBucketPredictor(

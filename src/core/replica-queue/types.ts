@@ -4,7 +4,8 @@ import type { DecodingRequest } from './tetri-decode-admission.ts';
  * Local (per-replica) waiting-queue policies. An engine calls `select` once per iteration to pick
  * which waiting requests join the next batch. Policies are pure: the answer depends only on the
  * arguments (scratch buffers may be reused between calls, never observable), except
- * priority-groups' `rotation` mode, which remembers the group it serves next.
+ * priority-groups' `rotation` mode, which remembers the group it serves next, and pia, which
+ * remembers the static batch it is admitting.
  *
  * Admission accounting, shared by every policy (see admission.ts):
  * - KV: a request needs `uncached = promptTokens - cachedTokens` new KV tokens plus the policy's
@@ -89,6 +90,8 @@ export interface QueueContext {
   readonly tokenBudget: number;
   /** Free batch slots. */
   readonly maxRequests: number;
+  /** Requests running now (prefilling or decoding); absent when the caller does not say (pia waits for 0). */
+  readonly runningRequests?: number;
 }
 
 /** A request on (or arriving at) a decode-capable engine, as `admitAdopted` sees it. */

@@ -12,10 +12,16 @@ import {
 import type { QueueContext, QueuedRequest, QueuePolicy } from '../../../src/core/replica-queue/types.ts';
 import { ctxArb, ids, queueArb } from './helpers.ts';
 
-/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation), so it is not checked for purity. */
+/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation, pia's batch), so it is not checked for purity. */
 const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean }[] = [
-  // tetriinfer's prefill scheduler remembers its scheduled batch between calls.
-  ...queuePolicyNames.map((name) => ({ name, options: {}, stateful: name === 'tetriinfer' })),
+  // pia and tetriinfer's prefill scheduler remember state between calls.
+  ...queuePolicyNames.map((name) => ({
+    name,
+    options: {},
+    ...(name === 'pia' || name === 'tetriinfer' ? { stateful: true } : {}),
+  })),
+  { name: 'trail', options: { preemptWithin: 8 } },
+  { name: 'pia', options: { batchSize: 3 }, stateful: true },
   { name: 'priority-groups', options: { groups: 3 } },
   { name: 'priority-groups', options: { mode: 'rotation' }, stateful: true },
   { name: 'larry', options: { alpha: 0 } },

@@ -11,7 +11,19 @@ describe('createQueuePolicy', () => {
   it('creates every named policy', () => {
     assert.deepEqual(
       [...queuePolicyNames],
-      ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt', 'splitwise-mixed', 'tetriinfer'],
+      [
+        'fcfs',
+        'lpm',
+        'priority-groups',
+        'larry',
+        'no-preempt',
+        'splitwise-mixed',
+        'trail',
+        'ltr',
+        's3',
+        'pia',
+        'tetriinfer',
+      ],
     );
     for (const name of queuePolicyNames) {
       const policy = createQueuePolicy(name);
