@@ -151,6 +151,7 @@ export class Engine {
   readonly chunkedPrefillTokens: number;
   readonly maxRunning: number;
   readonly enableChunking: boolean;
+  readonly padPrefillChunks: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
   private readonly repredict: Repredict | undefined;
@@ -194,6 +195,7 @@ export class Engine {
     this.chunkedPrefillTokens = o.chunkedPrefillTokens;
     this.maxRunning = o.maxRunning;
     this.enableChunking = o.enableChunking;
+    this.padPrefillChunks = o.padPrefillChunks;
     this.minEvictionTokens = o.minEvictionTokens;
     this.exclusivePrefixes = o.exclusivePrefixes;
     this.currentRole = o.role;
@@ -499,6 +501,13 @@ export class Engine {
         decodeTokens: 0,
       };
     }
+    if (this.padPrefillChunks && prefillTokens > 0 && prefillTokens < this.chunkedPrefillTokens) {
+      // TetriInfer's zero padding of the last chunk: computed like a sequence of its own.
+      const pad = this.chunkedPrefillTokens - prefillTokens;
+      newTokens += pad;
+      seqTokens += pad;
+      newTimesSeq += pad * pad;
+    }
     // Host swaps are copies before the model step, on its stream (host-swap.ts).
     const duration =
       this.costModel.iterationTime({ requests: batch.length, newTokens, seqTokens, newTimesSeq }) +
@@ -797,6 +806,9 @@ export class Engine {
     let decodes = 0;
     for (const r of this.running) if (r.phase === 'decode') decodes++;
     let admitted = 0;
+    // A policy with its own adopt rule (TetriInfer's reserve policies) sees the decoding requests.
+    const rule = this.queuePolicy.admitAdopted;
+    const decoding = rule === undefined ? [] : this.running.filter((r) => r.phase === 'decode');
     while (admitted < queue.length && this.running.length < this.maxRunning) {
       const r = queue[admitted]!;
       if (rankOf !== undefined && r.hostTokens > 0 && rankOf(r, now) > bestWaiting) break;
@@ -808,6 +820,20 @@ export class Engine {
       const growth = this.queuePolicy.preempts ? decodes + 1 : 0;
       const free = this.freeTokens();
       if (fresh + reserve + growth > free + this.cache.evictableTokens - this.reservedTokens) {
+        this.cache.unpin(pin);
+        break;
+      }
+      // With nothing decoding the head is admitted whatever the rule says: it fits, and waiting could
+      // never free memory (a prediction beyond the capacity would stall the engine).
+      if (
+        rule !== undefined &&
+        decoding.length > 0 &&
+        !rule.call(this.queuePolicy, r, decoding, {
+          // Its cached prefix is pinned now: what it needs beyond it is what the rule weighs.
+          freeKvTokens: free + this.cache.evictableTokens - this.reservedTokens + matched,
+          kvCapacityTokens: this.kvCapacityTokens,
+        })
+      ) {
         this.cache.unpin(pin);
         break;
       }
@@ -836,6 +862,7 @@ export class Engine {
       r.phase = 'decode';
       r.adoptedNow = true;
       this.running.push(r);
+      if (rule !== undefined) decoding.push(r);
       decodes++;
       admitted++;
       if (!r.started) {

@@ -35,6 +35,12 @@ export interface EngineOptions {
    */
   readonly enableChunking?: boolean;
   /**
+   * TetriInfer's fixed-size prefill chunks (§3.3.3): an iteration whose prefill tokens fall short of
+   * `chunkedPrefillTokens` is padded to it with zeros, and the padding costs compute (an extra
+   * sequence of the missing tokens in the cost model's batch shape). Default false.
+   */
+  readonly padPrefillChunks?: boolean;
+  /**
    * When memory is short, evict at least this many tokens at once (fewer only if less is
    * evictable). Decode growth needs a few tokens every iteration; evicting them one iteration at a
    * time would report an eviction (the whole path) every iteration. Default 256; 1 evicts exactly
@@ -80,6 +86,7 @@ export interface ResolvedEngineOptions {
   readonly chunkedPrefillTokens: number;
   readonly maxRunning: number;
   readonly enableChunking: boolean;
+  readonly padPrefillChunks: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
   readonly role: Role;
@@ -126,6 +133,7 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     chunkedPrefillTokens,
     maxRunning,
     enableChunking: options.enableChunking ?? true,
+    padPrefillChunks: options.padPrefillChunks ?? false,
     exclusivePrefixes: options.exclusivePrefixes ?? false,
     minEvictionTokens,
     role,

@@ -6,6 +6,7 @@ import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
 import { schedulers } from './schedulers.ts';
 import { splitwise } from './splitwise.ts';
+import { tetriinfer } from './tetriinfer.ts';
 import type { Experiment } from './types.ts';
 
 export const experiments: readonly Experiment[] = [
@@ -17,6 +18,7 @@ export const experiments: readonly Experiment[] = [
   splitwise,
   prefixDisagg,
   schedulers,
+  tetriinfer,
 ];
 
 export function findExperiment(name: string): Experiment {

@@ -3,7 +3,7 @@ import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
 import { createLengthPredictor } from '../core/length/registry.ts';
-import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
+import { createGlobalPolicy, policyEntry, resolvePolicyOptions } from '../core/policies/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
 import type { EngineSnapshot } from '../engine/types.ts';
 import { percentiles } from '../report/stats.ts';
@@ -163,6 +163,8 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   // The policy's prefill batching from each prefill instance's cost model (DistServe's L_m), where
   // neither the run nor the instance sets a chunk budget.
   const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;
+  const policyOptions = resolvePolicyOptions(spec.policy, spec.policyOptions ?? {}, spec.seed);
+  const queuePolicyOptions = entry.engineQueuePolicyOptions?.(policyOptions);
   // The policy's queue policy for an instance's role (Splitwise's mixed machines), where neither the
   // run nor the instance names one.
   const byRole =
@@ -177,7 +179,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
       instance.role !== 'prefill' ||
       instance.engine?.chunkedPrefillTokens !== undefined
       ? withQueue
-      : { ...withQueue, engine: { ...withQueue.engine, ...batching(instance.costModel) } };
+      : { ...withQueue, engine: { ...withQueue.engine, ...batching(instance.costModel, policyOptions) } };
   };
   const policy = createGlobalPolicy(
     spec.policy,
@@ -201,6 +203,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
         }),
     engine: {
       queuePolicy,
+      ...(queuePolicyOptions === undefined ? {} : { queuePolicyOptions }),
       ...(chunkTokens === undefined ? {} : { chunkedPrefillTokens: chunkTokens }),
       ...(spec.maxRunning === undefined ? {} : { maxRunning: spec.maxRunning }),
       ...(spec.hostKvTokens === undefined ? {} : { hostKvTokens: spec.hostKvTokens }),

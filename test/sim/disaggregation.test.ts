@@ -290,6 +290,6 @@ test('a colocated policy on a fleet with prefill and decode instances fails with
   }
   assert.equal(
     colocatedOnDisaggregatedFleet('e2'),
-    'policy e2 places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: distserve, splitwise, prefix-pd',
+    'policy e2 places requests colocated; a fleet with prefill and decode instances needs a disaggregated policy: distserve, splitwise, prefix-pd, tetriinfer',
   );
 });

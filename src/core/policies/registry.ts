@@ -1,12 +1,14 @@
 import { prefillSaturationTokens } from '../cost-model/prefill-saturation.ts';
 import type { CostModel } from '../cost-model/types.ts';
-import type { QueuePolicyName } from '../replica-queue/registry.ts';
+import type { QueuePolicyName, QueuePolicyOptions } from '../replica-queue/registry.ts';
 import type { GlobalPolicy, Role } from '../types.ts';
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
 import { DistServePolicy, distServeDefaults } from './disagg/distserve.ts';
 import { PrefixAwarePdPolicy, prefixPdDefaults } from './disagg/prefix-aware.ts';
 import { SplitwisePolicy, splitwiseDefaults } from './disagg/splitwise.ts';
+import { tetriInferDefaults } from './disagg/tetriinfer/options.ts';
+import { TetriInferPolicy } from './disagg/tetriinfer/policy.ts';
 import { E2_DEFAULTS } from './e2/options.ts';
 import { E2Policy } from './e2/policy.ts';
 import { E2_PLUS_DEFAULTS } from './e2-plus/options.ts';
@@ -33,6 +35,8 @@ export interface PrefillBatching {
   readonly chunkedPrefillTokens: number;
   /** false: a prompt past the budget's remainder runs whole, last in its batch (alone at its head). */
   readonly enableChunking: boolean;
+  /** Pad a short iteration's prefill to the budget, the padding computed (TetriInfer's fixed chunks). */
+  readonly padPrefillChunks?: boolean;
 }
 
 /** One row of the registry: what the policy is, its options with their defaults, how to build it. */
@@ -59,7 +63,9 @@ export interface PolicyEntry<O extends object> {
    * The prefill instances' batching, from each one's cost model, when neither the run nor the instance
    * sets a chunk budget (over `engineChunkTokens`): DistServe's L_m as the budget, unchunked.
    */
-  readonly prefillBatching?: (costModel: CostModel) => PrefillBatching;
+  readonly prefillBatching?: (costModel: CostModel, options?: O) => PrefillBatching;
+  /** The engines' queue-policy options from the policy's own (TetriInfer's prefill order, decode admission). */
+  readonly engineQueuePolicyOptions?: (options: O) => QueuePolicyOptions;
 }
 
 /** Identity with inference: each row is type-checked against its own options. */
@@ -179,6 +185,25 @@ const DISAGGREGATED_POLICIES = {
       return new PrefixAwarePdPolicy({ ...o, costModel: context.costModel, inner });
     },
   }),
+  tetriinfer: entry({
+    summary:
+      'TetriInfer (seed 004): least-loaded prefill instance running padded fixed-size chunks, FCFS/SJF/LJF within PrefillSchedBatch; at KV-ready power-of-two over the decode instances with room for the predicted length, lower heavy:light ratio, from periodic load broadcasts; reserve-by-prediction decode admission; idle instances flip role',
+    defaults: tetriInferDefaults,
+    runSeed: 'seed',
+    engineQueuePolicy: 'tetriinfer',
+    prefillBatching: (_costModel, o = tetriInferDefaults) => ({
+      chunkedPrefillTokens: o.chunkSize,
+      enableChunking: o.chunkedPrefill,
+      padPrefillChunks: o.chunkedPrefill && o.padChunks,
+    }),
+    engineQueuePolicyOptions: (o) => ({
+      prefillOrder: o.prefillOrder,
+      prefillSchedBatch: o.prefillSchedBatch,
+      decodeAdmission: o.decodeAdmission,
+      reserveFrom: o.reserveFrom,
+    }),
+    create: (o) => new TetriInferPolicy(o),
+  }),
 } as const;
 
 const ALL_POLICIES = { ...POLICIES, ...DISAGGREGATED_POLICIES };
@@ -250,14 +275,22 @@ export function createGlobalPolicy(
   options?: Readonly<Record<string, unknown>>,
 ): GlobalPolicy;
 export function createGlobalPolicy(name: string, context: PolicyContext, given: object = {}): GlobalPolicy {
+  const row = policyEntry(name) as PolicyEntry<Record<string, unknown>>;
+  return row.create(resolvePolicyOptions(name, given, context.seed), context);
+}
+
+/** A policy's options checked and over its defaults (the run's seed for its `runSeed` option). */
+export function resolvePolicyOptions(
+  name: string,
+  given: object = {},
+  seed?: number,
+): Record<string, unknown> {
   const options = given as Readonly<Record<string, unknown>>;
   checkPolicyOptions(name, options);
   const row = policyEntry(name) as PolicyEntry<Record<string, unknown>>;
   const defaults =
-    row.runSeed !== undefined && context.seed !== undefined
-      ? { ...row.defaults, [row.runSeed]: context.seed }
-      : row.defaults;
-  return row.create(withDefaults(defaults, options), context);
+    row.runSeed !== undefined && seed !== undefined ? { ...row.defaults, [row.runSeed]: seed } : row.defaults;
+  return withDefaults(defaults, options);
 }
 
 /** Parse a comma list of policy names ('e2,round-robin'); 'all' means every colocated policy. */

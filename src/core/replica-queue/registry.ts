@@ -17,6 +17,11 @@ import {
   type SplitwiseMixedOptions,
   splitwiseMixedDefaults,
 } from './splitwise-mixed.ts';
+import {
+  createTetriInferQueuePolicy,
+  type TetriInferQueueOptions,
+  tetriInferQueueDefaults,
+} from './tetriinfer.ts';
 import { createTrailPolicy, type TrailOptions, trailDefaults } from './trail.ts';
 import type { QueuePolicy } from './types.ts';
 
@@ -28,7 +33,8 @@ export type QueuePolicyOptions = PriorityGroupsOptions &
   TrailOptions &
   LtrOptions &
   PiaOptions &
-  FastServeOptions;
+  FastServeOptions &
+  TetriInferQueueOptions;
 
 interface QueuePolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -105,6 +111,12 @@ const QUEUE_POLICIES = {
       'FastServe (seed 002): skip-join multi-level feedback queue (join level by prompt length, quanta of output tokens doubling per level, promotion after starveSeconds); preempts lower levels for a better waiting request, swapping their KV to the host pool (engine hostKvTokens)',
     defaults: fastServeDefaults,
     create: createFastServePolicy,
+  }),
+  tetriinfer: entry({
+    summary:
+      "TetriInfer's instance scheduling (seed 004): prefill order fcfs/sjf/ljf within PrefillSchedBatch requests; decode admission greedy, reserve-static or reserve-dynamic by predicted length",
+    defaults: tetriInferQueueDefaults,
+    create: createTetriInferQueuePolicy,
   }),
 } as const;
 

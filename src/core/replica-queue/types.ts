@@ -1,3 +1,5 @@
+import type { DecodingRequest } from './tetri-decode-admission.ts';
+
 /**
  * Local (per-replica) waiting-queue policies. An engine calls `select` once per iteration to pick
  * which waiting requests join the next batch. Policies are pure: the answer depends only on the
@@ -95,6 +97,9 @@ export interface QueueContext {
   readonly runningRequests?: number;
 }
 
+/** A request on (or arriving at) a decode-capable engine, as `admitAdopted` sees it. */
+export type { DecodingRequest } from './tetri-decode-admission.ts';
+
 export interface QueuePolicy {
   readonly name: string;
   /**
@@ -135,4 +140,15 @@ export interface QueuePolicy {
    * waits for. Without it, swapped-out requests resume first, in order (vLLM's swapped queue).
    */
   priority?(request: QueuedRequest, now: number): number;
+  /**
+   * Optional (TetriInfer's decode admission): asked by an engine for each request in its adopt queue
+   * whose KV fits, in order, while something decodes (an engine with nothing decoding admits the head
+   * regardless); false keeps it (and those behind it) waiting. `running`: the engine's decoding
+   * requests. Policies without it admit whatever fits (greedy, vLLM's).
+   */
+  admitAdopted?(
+    candidate: DecodingRequest,
+    running: readonly DecodingRequest[],
+    ctx: { readonly freeKvTokens: number; readonly kvCapacityTokens: number },
+  ): boolean;
 }

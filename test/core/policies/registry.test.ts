@@ -115,10 +115,14 @@ test('--policy-option values are typed by the default', () => {
 test('every policy is described for --help with its options', () => {
   const lines = describeGlobalPolicies();
   assert.equal(lines.length, globalPolicyNames.length + disaggregatedPolicyNames.length);
-  for (const name of ['distserve', 'splitwise', 'prefix-pd'])
+  for (const name of ['distserve', 'splitwise', 'prefix-pd', 'tetriinfer'])
     assert.ok(!globalPolicyNames.includes(name as never), "'all' is the colocated policies");
-  assert.match(lines.at(-3)!, /^distserve: DistServe/);
-  assert.match(lines.at(-2)!, /^splitwise: Splitwise .*\[promptQueueTokens=8192, /);
-  assert.match(lines.at(-1)!, /^prefix-pd: prefix-aware .*\[prefillPolicy=e2, colocatedPrefillSeconds=0.1, /);
+  assert.match(lines.at(-4)!, /^distserve: DistServe/);
+  assert.match(lines.at(-3)!, /^splitwise: Splitwise .*\[promptQueueTokens=8192, /);
+  assert.match(lines.at(-2)!, /^prefix-pd: prefix-aware .*\[prefillPolicy=e2, colocatedPrefillSeconds=0.1, /);
+  assert.match(
+    lines.at(-1)!,
+    /^tetriinfer: TetriInfer .*\[chunkSize=512, padChunks=true, prefillOrder=sjf, /,
+  );
   assert.match(lines[0]!, /^e2: .*\[windowSeconds=180, .*prefixReplication=true/);
 });

@@ -14,7 +14,12 @@ import { ctxArb, ids, queueArb } from './helpers.ts';
 
 /** `stateful`: the answer also depends on earlier calls (priority-groups' rotation, pia's batch), so it is not checked for purity. */
 const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean }[] = [
-  ...queuePolicyNames.map((name) => ({ name, options: {}, ...(name === 'pia' ? { stateful: true } : {}) })),
+  // pia and tetriinfer's prefill scheduler remember state between calls.
+  ...queuePolicyNames.map((name) => ({
+    name,
+    options: {},
+    ...(name === 'pia' || name === 'tetriinfer' ? { stateful: true } : {}),
+  })),
   { name: 'trail', options: { preemptWithin: 8 } },
   { name: 'pia', options: { batchSize: 3 }, stateful: true },
   { name: 'priority-groups', options: { groups: 3 } },
@@ -22,6 +27,8 @@ const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean 
   { name: 'larry', options: { alpha: 0 } },
   { name: 'larry', options: { alpha: 1000 } },
   { name: 'no-preempt', options: { defaultMaxOutputTokens: 0, maxContextTokens: 3000 } },
+  { name: 'tetriinfer', options: { prefillOrder: 'ljf', prefillSchedBatch: 3 }, stateful: true },
+  { name: 'tetriinfer', options: { prefillOrder: 'fcfs', prefillSchedBatch: 1 }, stateful: true },
 ];
 
 function checkLimits(policy: QueuePolicy, waiting: readonly QueuedRequest[], context: QueueContext): void {

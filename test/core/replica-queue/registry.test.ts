@@ -23,6 +23,7 @@ describe('createQueuePolicy', () => {
         's3',
         'pia',
         'fastserve',
+        'tetriinfer',
       ],
     );
     for (const name of queuePolicyNames) {
