@@ -10,6 +10,7 @@ import { registerBenchSoak } from './bench-soak.ts';
 import { registerDemo } from './demo.ts';
 import { registerEngine } from './engine.ts';
 import { registerExperiment } from './experiment.ts';
+import { registerPlan } from './plan.ts';
 import { registerReplicas } from './replicas.ts';
 import { registerServe } from './serve.ts';
 import { registerSim } from './sim.ts';
@@ -41,6 +42,7 @@ function buildProgram(): Command {
   registerEngine(program);
   registerDemo(program);
   registerReplicas(program);
+  registerPlan(program);
   return program;
 }
 
