@@ -4,6 +4,7 @@ import { watchParent } from '../util/child-group.ts';
 import { registerBenchGateway } from './bench-gateway.ts';
 import { registerBenchHttp } from './bench-http.ts';
 import { registerBenchMemory } from './bench-memory.ts';
+import { registerBenchPlan } from './bench-plan.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
 import { registerBenchSoak } from './bench-soak.ts';
@@ -36,6 +37,7 @@ function buildProgram(): Command {
   registerBenchHttp(bench);
   registerBenchGateway(bench);
   registerBenchSoak(bench);
+  registerBenchPlan(bench);
   registerSim(program);
   registerExperiment(program);
   registerServe(program);
