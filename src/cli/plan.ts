@@ -4,6 +4,7 @@
  * docs/planning.md). `--question` picks whose question: Vidur's (one configuration), DistServe's
  * (per-phase instances and replicas) or Splitwise's (prompt and token machines within a budget).
  */
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { GPU_ALIASES, GPU_SHAPES } from '../core/cost-model/gpu-shapes.ts';
 import { MODEL_SHAPES } from '../core/cost-model/model-shapes.ts';
@@ -285,6 +286,16 @@ async function plan(flags: PlanFlags): Promise<void> {
     (progress as ReturnType<typeof createProgress> | undefined)?.stop();
   }
   const seconds = (performance.now() - started) / 1000;
+  const { replayArgs } = await import('../search/replay.ts');
+  const replay =
+    result.best === undefined
+      ? undefined
+      : replayArgs(
+          request.base,
+          result.best,
+          result.rate ?? result.best.capacity,
+          join(flags.out ?? '.', 'fleet.json'),
+        );
   if (flags.out !== undefined)
     await (await import('./plan-output.ts')).writePlanOutputs(flags.out, result, seconds);
   if (flags.json) {
@@ -292,6 +303,7 @@ async function plan(flags: PlanFlags): Promise<void> {
     const json = {
       ...rest,
       seconds,
+      ...(replay === undefined ? {} : { replay }),
       evaluated: evaluated.map((e) => ({
         label: e.label,
         configuration: e.configuration,
@@ -304,5 +316,7 @@ async function plan(flags: PlanFlags): Promise<void> {
     process.stdout.write(`${JSON.stringify(json)}\n`);
     return;
   }
-  process.stdout.write(`${planSummary(result, seconds)}\n`);
+  const replayLine =
+    replay === undefined || flags.out === undefined ? '' : `\nreplay: preble ${replay.join(' ')}`;
+  process.stdout.write(`${planSummary(result, seconds)}${replayLine}\n`);
 }
