@@ -67,6 +67,12 @@ export type CapacityCriterion =
       readonly target?: number;
       /** Which targets: both (default), or one phase's alone (DistServe's per-phase placement). */
       readonly metric?: 'both' | 'ttft' | 'tpot';
+      /**
+       * Also: the p99 wait from a prefill's end to its decode's admission stays under this many
+       * seconds. TPOT spreads that wait over the output, so a short run at any rate can meet a TPOT
+       * target while the decode queue only grows; DistServe's decode phase needs this bound.
+       */
+      readonly decodeWait?: number;
     }
   | {
       readonly kind: 'delay';
@@ -86,12 +92,22 @@ export function describeCriterion(criterion: CapacityCriterion): string {
  * (an overloaded run must not pass on the requests it finished).
  */
 export function p99SchedulingDelay(records: readonly SimRecord[]): number {
-  if (records.length === 0) return 0;
-  const delays = records
-    .map((r) => (r.start < 0 ? Number.POSITIVE_INFINITY : r.start - r.arrival))
-    .sort((a, b) => a - b);
-  // Nearest rank: interpolating next to an infinite delay would give NaN.
-  return delays[Math.ceil(0.99 * delays.length) - 1]!;
+  return nearestRankP99(records.map((r) => (r.start < 0 ? Number.POSITIVE_INFINITY : r.start - r.arrival)));
+}
+
+/** The p99 of prefill end to decode admission over disaggregated requests; one never admitted waits forever. */
+export function p99DecodeWait(records: readonly SimRecord[]): number {
+  const split = records.filter((r) => r.prefillEnd >= 0);
+  return nearestRankP99(
+    split.map((r) => (r.decodeStart < 0 ? Number.POSITIVE_INFINITY : r.decodeStart - r.prefillEnd)),
+  );
+}
+
+/** Nearest-rank p99 (0 for none): interpolating next to an infinite wait would give NaN. */
+function nearestRankP99(values: number[]): number {
+  if (values.length === 0) return 0;
+  values.sort((a, b) => a - b);
+  return values[Math.ceil(0.99 * values.length) - 1]!;
 }
 
 /** Whether one run meets the criterion. */
@@ -103,6 +119,7 @@ export function meetsCriterion(
   if (criterion.kind === 'delay') return p99SchedulingDelay(records) < (criterion.p99Seconds ?? 5);
   const attainment = report.sloAttainment;
   if (attainment === undefined) throw new Error('capacity: an SLO criterion needs a scenario with an slo');
+  if (criterion.decodeWait !== undefined && p99DecodeWait(records) > criterion.decodeWait) return false;
   return attainment[criterion.metric ?? 'both'] >= (criterion.target ?? 0.9);
 }
 

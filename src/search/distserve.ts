@@ -1,11 +1,11 @@
 /**
  * DistServe's question (Algorithms 1 and 2, simplified to one node kind per phase): the instance
  * configuration with the best per-GPU goodput for prefill alone (TTFT target) and for decode alone
- * (TPOT target), then replicas = ceil(rate / goodput) per phase. Our simulator has no prefill-only
- * fleet, so a phase's instance runs beside `HELPERS` instances of the other phase, of the same
- * configuration, there so that the other phase does not limit it.
+ * (TPOT target, and the wait for a decode slot within the TTFT target), then replicas =
+ * ceil(rate / goodput) per phase. Our simulator has no prefill-only fleet, so a phase's instance runs
+ * beside `HELPERS` instances of the other phase, there so that the other phase does not limit it.
  */
-import { type CapacityCriterion, describeCriterion } from './capacity.ts';
+import { type CapacityCriterion, DEFAULT_LOW_RPS, describeCriterion } from './capacity.ts';
 import { type Evaluated, evaluated, type Recommendation, recommendation, verify } from './evaluated.ts';
 import { type PlanResult, paretoPoints } from './plan.ts';
 import { evaluateTasks } from './pool.ts';
@@ -37,36 +37,70 @@ export async function planDistServe(request: PlanRequest, run: PlanRun): Promise
   if (configurations.length === 0)
     throw new Error(`no configuration of the space fits: ${reasons.slice(0, 3).join('; ')}`);
   const { model, prices } = request.space;
-  const phaseScenario = (c: Configuration, phase: Phase, helpers: number): ScenarioSpec => ({
+  // Prefill: one prefill instance of each configuration beside HELPERS decode instances of it.
+  const prefillScenario = (c: Configuration): ScenarioSpec => ({
     ...request.base,
     policy: 'distserve',
     fleet: {
       instances: [
-        instanceOf(model, c, 'prefill', phase === 'prefill' ? 1 : helpers, prices),
-        instanceOf(model, c, 'decode', phase === 'decode' ? 1 : helpers, prices),
+        instanceOf(model, c, 'prefill', 1, prices),
+        instanceOf(model, c, 'decode', HELPERS, prices),
+      ],
+    },
+  });
+  // Decode: one decode instance of each configuration fed by HELPERS instances of the best prefill
+  // configuration; the search stops at their goodput (beyond it they, not the decode, would limit).
+  const decodeScenario = (c: Configuration, feeder: Configuration): ScenarioSpec => ({
+    ...request.base,
+    policy: 'distserve',
+    fleet: {
+      instances: [
+        instanceOf(model, feeder, 'prefill', HELPERS, prices),
+        instanceOf(model, c, 'decode', 1, prices),
       ],
     },
   });
   const criteria: Record<Phase, CapacityCriterion> = {
     prefill: { kind: 'slo', target, metric: 'ttft' },
-    decode: { kind: 'slo', target, metric: 'tpot' },
+    decode: { kind: 'slo', target, metric: 'tpot', decodeWait: request.base.slo.ttft },
   };
-  const jobs = (['prefill', 'decode'] as const).flatMap((phase) =>
-    configurations.map((c) => ({ phase, c, scenario: phaseScenario(c, phase, HELPERS) })),
-  );
-  const { capacities, cached } = await evaluateTasks(
-    jobs.map((j) => taskOf(request, j.scenario, criteria[j.phase])),
-    run,
-  );
-  const items = jobs.map((j, i) =>
-    evaluated(
-      `${j.phase}: ${configurationLabel(j.c)}`,
-      { phase: j.phase, ...j.c },
-      j.scenario,
-      capacities[i]!,
-      phaseScenario(j.c, j.phase, 0),
-    ),
-  );
+  const instanceCost = (c: Configuration): ScenarioSpec => ({
+    ...request.base,
+    policy: 'distserve',
+    fleet: { instances: [instanceOf(model, c, 'mixed', 1, prices)] },
+  });
+  const phaseItems = async (phase: Phase, scenarios: readonly ScenarioSpec[], maxRps?: number) => {
+    const low = request.low ?? DEFAULT_LOW_RPS;
+    const tasks = scenarios.map((scenario) => ({
+      ...taskOf(request, scenario, criteria[phase]),
+      ...(maxRps === undefined ? {} : { maxDoublings: Math.max(1, Math.ceil(Math.log2(maxRps / low))) }),
+    }));
+    const evaluation = await evaluateTasks(tasks, run);
+    const items = configurations.map((c, i) =>
+      evaluated(
+        `${phase}: ${configurationLabel(c)}`,
+        { phase, ...c },
+        scenarios[i]!,
+        evaluation.capacities[i]!,
+        instanceCost(c),
+      ),
+    );
+    return { items, cached: evaluation.cached };
+  };
+  const prefillRound = await phaseItems('prefill', configurations.map(prefillScenario));
+  const bestPrefill = [...prefillRound.items]
+    .filter((e) => e.capacity > 0)
+    .sort((a, b) => b.objectives.perGpu - a.objectives.perGpu)[0];
+  const decodeRound =
+    bestPrefill === undefined
+      ? { items: [], cached: 0 }
+      : await phaseItems(
+          'decode',
+          configurations.map((c) => decodeScenario(c, bestPrefill.configuration as Configuration)),
+          HELPERS * bestPrefill.capacity,
+        );
+  const items = [...prefillRound.items, ...decodeRound.items];
+  const cached = prefillRound.cached + decodeRound.cached;
   const byPhase = (phase: Phase) =>
     items
       .filter((e) => (e.configuration as { phase: Phase }).phase === phase && e.capacity > 0)
@@ -77,7 +111,7 @@ export async function planDistServe(request: PlanRequest, run: PlanRun): Promise
     question: 'distserve' as const,
     criterion: `${describeCriterion(criteria.prefill)} (prefill), ${describeCriterion(criteria.decode)} (decode)`,
     objective: 'perGpu' as const,
-    configurations: jobs.length,
+    configurations: items.length,
     cached,
     skipped: skipped * 2,
     bestBy: {},
@@ -111,6 +145,7 @@ export async function planDistServe(request: PlanRequest, run: PlanRun): Promise
         phase: p.phase,
         configuration: p.best.label,
         goodput: p.best.capacity,
+        bracketed: p.best.bracketed,
         goodputPerGpu: p.best.objectives.perGpu,
         replicas: p.replicas,
       })),

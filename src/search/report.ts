@@ -47,11 +47,26 @@ export function planSummary(plan: PlanResult, seconds: number): string {
       lines.push(`best by ${OBJECTIVE_WORDS[name as ObjectiveName]}: ${describeRecommendation(r)}`);
   }
   const phases = plan.details?.phases as
-    | { phase: string; configuration: string; goodput: number; goodputPerGpu: number; replicas: number }[]
+    | {
+        phase: string;
+        configuration: string;
+        goodput: number;
+        bracketed?: boolean;
+        goodputPerGpu: number;
+        replicas: number;
+      }[]
     | undefined;
   for (const p of phases ?? [])
     lines.push(
-      `${p.phase}: ${p.replicas} × (${p.configuration}), goodput ${fixed(p.goodput, 2)} req/s, ${fixed(p.goodputPerGpu, 3)} per GPU`,
+      `${p.phase}: ${p.replicas} × (${p.configuration}), goodput ${fixed(p.goodput, 2)}${p.bracketed === false ? '+' : ''} req/s, ${fixed(p.goodputPerGpu, 3)} per GPU`,
+    );
+  const budget = plan.details?.budget as
+    | { kind: string; value: number; machines: number; gpu: string }
+    | undefined;
+  const baseline = plan.details?.baseline as { label: string; capacity: number } | undefined;
+  if (budget !== undefined && baseline !== undefined)
+    lines.push(
+      `budget: ${budget.kind === 'cost' ? `$${fixed(budget.value, 2)}/h` : `${fixed(budget.value, 0)} W`} (${budget.machines} ${budget.gpu} machines); ${baseline.label}: ${fixed(baseline.capacity, 2)} req/s`,
     );
   lines.push(`Pareto front (capacity against cost): ${plan.pareto.length} configurations`);
   return lines.join('\n');

@@ -103,10 +103,8 @@ export async function planSplitwise(
   const items: Evaluated[] = points.map((p, i) => evaluated(p.label, p.grid, p.scenario, capacities[i]!));
   // Within one budget the best fleet is the one with the most capacity (its capacity per dollar at
   // iso-cost); with a target rate, the cheapest that meets it.
-  const byCapacity = items
-    .slice(1)
-    .filter((e) => e.capacity > 0)
-    .sort((a, b) => b.capacity - a.capacity);
+  // The colocated baseline competes too: the answer may be not to split.
+  const byCapacity = items.filter((e) => e.capacity > 0).sort((a, b) => b.capacity - a.capacity);
   const choice =
     request.rate === undefined
       ? {
@@ -114,7 +112,7 @@ export async function planSplitwise(
           ...(byCapacity[1] === undefined ? {} : { runnerUp: recommendation(byCapacity[1]) }),
           bestBy: {},
         }
-      : choose(items.slice(1), 'perGpu', { criterion: request.criterion, rate: request.rate });
+      : choose(items, 'perGpu', { criterion: request.criterion, rate: request.rate });
   return {
     question: 'splitwise',
     criterion: describeCriterion(request.criterion),

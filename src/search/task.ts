@@ -9,6 +9,8 @@ export interface CapacityTask {
   readonly low?: number;
   /** Bisection stops when the bracket is this share of its upper end (default 0.02). */
   readonly relativeTolerance?: number;
+  /** Doublings before the search gives up bracketing (capacity then a lower bound; default 20). */
+  readonly maxDoublings?: number;
 }
 
 export function runCapacityTask(task: CapacityTask): Capacity {
@@ -16,5 +18,6 @@ export function runCapacityTask(task: CapacityTask): Capacity {
     criterion: task.criterion,
     ...(task.low === undefined ? {} : { low: task.low }),
     ...(task.relativeTolerance === undefined ? {} : { relativeTolerance: task.relativeTolerance }),
+    ...(task.maxDoublings === undefined ? {} : { maxDoublings: task.maxDoublings }),
   });
 }
