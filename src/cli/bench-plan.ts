@@ -79,7 +79,7 @@ async function benchPlan(flags: BenchPlanFlags): Promise<void> {
   process.stdout.write(
     [
       `plan: ${a.model}, ${a.workload}, slo ${a.slo}, GPUs ${a.gpus.join(' and ')}`,
-      `${plan.configurations} configurations (${runs} simulations of ${a.requests} requests) in ${seconds.toFixed(1)} s: ${figures.configurationsPerSecond.toFixed(2)} configurations/s`,
+      `${plan.configurations} configurations (${runs} simulations of at least ${a.requests} requests each) in ${seconds.toFixed(1)} s: ${figures.configurationsPerSecond.toFixed(2)} configurations/s`,
       `best: ${plan.best?.label ?? 'none'} at ${plan.best?.capacity.toFixed(2) ?? '-'} req/s; runner-up: ${plan.runnerUp?.label ?? 'none'}`,
     ].join('\n') + '\n',
   );

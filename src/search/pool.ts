@@ -25,6 +25,22 @@ export interface Evaluation {
   readonly cached: number;
 }
 
+/** The tasks on this thread, one after another, cached answers first (synchronous callers: experiments). */
+export function evaluateTasksHere(tasks: readonly CapacityTask[], cache: CapacityCache): Evaluation {
+  let cached = 0;
+  const capacities = tasks.map((task) => {
+    const hit = cache.get(task);
+    if (hit !== undefined) {
+      cached++;
+      return hit;
+    }
+    const capacity = runCapacityTask(task);
+    cache.set(task, capacity);
+    return capacity;
+  });
+  return { capacities, cached };
+}
+
 export async function evaluateTasks(
   tasks: readonly CapacityTask[],
   options: EvaluateOptions,

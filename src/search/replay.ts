@@ -1,6 +1,6 @@
 /** The `preble sim` command that replays a recommended fleet: the same SimSpec as the planner ran. */
 import type { Recommendation } from './evaluated.ts';
-import { scenarioFleet } from './scenario.ts';
+import { requestsAt, scenarioFleet } from './scenario.ts';
 import type { ScenarioBase } from './space.ts';
 
 /**
@@ -32,7 +32,7 @@ export function replayArgs(
     '--rps',
     String(rps),
     '--requests',
-    String(base.requests),
+    String(requestsAt({ ...base, policy: recommendation.policy, fleet: { instances: [] } }, rps)),
     '--seed',
     String(base.seed),
     '--slo-ttft',

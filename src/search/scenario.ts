@@ -13,8 +13,16 @@ import { fleetRun, type SimSpec } from '../sim/run.ts';
 export interface ScenarioSpec {
   /** As `preble sim --workload`: a generator (`sharegpt-like`, `toolbench:tools=8`), `synthetic:...` or a trace. */
   readonly workload: string;
-  /** Requests per run. */
+  /** Requests per run, at least (see `requestsAt`). */
   readonly requests: number;
+  /**
+   * Runs at a rate r carry at least r × this many seconds of arrivals (default `MIN_ARRIVAL_SECONDS`),
+   * up to `maxRequests`: a fixed count arriving within a second or two would pass any queueing
+   * criterion at any rate, its queue never having time to grow.
+   */
+  readonly minSeconds?: number;
+  /** The most requests a run carries (default `MAX_REQUESTS`). */
+  readonly maxRequests?: number;
   readonly seed: number;
   /** Targets in seconds. */
   readonly slo: { readonly ttft: number; readonly tpot: number };
@@ -22,6 +30,15 @@ export interface ScenarioSpec {
   readonly policy: string;
   /** The fleet as a fleet file writes it (docs/fleets.md): instance specs with model, GPU, TP, PP, role, count. */
   readonly fleet: { readonly instances: readonly InstanceSpecInput[] };
+}
+
+export const MIN_ARRIVAL_SECONDS = 10;
+export const MAX_REQUESTS = 4000;
+
+/** Requests in a run of `scenario` at `rps`: `requests`, or `minSeconds` of arrivals, at most `maxRequests`. */
+export function requestsAt(scenario: ScenarioSpec, rps: number): number {
+  const wanted = Math.ceil(rps * (scenario.minSeconds ?? MIN_ARRIVAL_SECONDS));
+  return Math.max(scenario.requests, Math.min(scenario.maxRequests ?? MAX_REQUESTS, wanted));
 }
 
 /** The scenario's fleet, built (throws FleetSpecError naming a bad field). */
@@ -40,7 +57,7 @@ export function scenarioSimSpec(scenario: ScenarioSpec, rps: number): SimSpec {
     // The policy's own cost model (E2's estimates): the first instance's.
     costModel: costModelPreset(fleet.instances[0]!.costModel),
     requests: workloadStream(scenario.workload, {
-      requests: scenario.requests,
+      requests: requestsAt(scenario, rps),
       rps,
       seed: scenario.seed,
       instances: fleet.instances.length,
