@@ -5,13 +5,16 @@
  * ceil(rate / goodput) per phase. Our simulator has no prefill-only fleet, so a phase's instance runs
  * beside `HELPERS` instances of the other phase, there so that the other phase does not limit it.
  */
+
+import type { CapacityCache } from './cache.ts';
 import { type CapacityCriterion, DEFAULT_LOW_RPS, describeCriterion } from './capacity.ts';
 import { type Evaluated, evaluated, type Recommendation, recommendation, verify } from './evaluated.ts';
 import { type PlanResult, paretoPoints } from './plan.ts';
-import { evaluateTasks } from './pool.ts';
+import type { Evaluation } from './pool.ts';
 import { type PlanRequest, type PlanRun, taskOf } from './request.ts';
 import type { ScenarioSpec } from './scenario.ts';
 import { type Configuration, configurationLabel, enumerateSpace, instanceOf } from './space.ts';
+import { runSteps, runStepsHere, type SearchSteps } from './steps.ts';
 
 /** Instances of the other phase beside the one measured. */
 export const HELPERS = 3;
@@ -26,6 +29,16 @@ export interface PhasePlan {
 }
 
 export async function planDistServe(request: PlanRequest, run: PlanRun): Promise<PlanResult> {
+  return runSteps(distServeSteps(request), run);
+}
+
+/** The same on this thread, synchronously (experiments). */
+export function planDistServeHere(request: PlanRequest, cache: CapacityCache): PlanResult {
+  return runStepsHere(distServeSteps(request), cache);
+}
+
+/** The search as steps: each yields a round of capacity tasks and receives their answers. */
+function* distServeSteps(request: PlanRequest): SearchSteps {
   if (request.criterion.kind !== 'slo')
     throw new Error('--question distserve plans per-phase SLO targets; use --criterion slo');
   const target = request.criterion.target ?? 0.9;
@@ -69,13 +82,13 @@ export async function planDistServe(request: PlanRequest, run: PlanRun): Promise
     policy: 'distserve',
     fleet: { instances: [instanceOf(model, c, 'mixed', 1, prices)] },
   });
-  const phaseItems = async (phase: Phase, scenarios: readonly ScenarioSpec[], maxRps?: number) => {
+  function* phaseItems(phase: Phase, scenarios: readonly ScenarioSpec[], maxRps?: number) {
     const low = request.low ?? DEFAULT_LOW_RPS;
     const tasks = scenarios.map((scenario) => ({
       ...taskOf(request, scenario, criteria[phase]),
       ...(maxRps === undefined ? {} : { maxDoublings: Math.max(1, Math.ceil(Math.log2(maxRps / low))) }),
     }));
-    const evaluation = await evaluateTasks(tasks, run);
+    const evaluation: Evaluation = yield tasks;
     const items = configurations.map((c, i) =>
       evaluated(
         `${phase}: ${configurationLabel(c)}`,
@@ -86,15 +99,15 @@ export async function planDistServe(request: PlanRequest, run: PlanRun): Promise
       ),
     );
     return { items, cached: evaluation.cached };
-  };
-  const prefillRound = await phaseItems('prefill', configurations.map(prefillScenario));
+  }
+  const prefillRound = yield* phaseItems('prefill', configurations.map(prefillScenario));
   const bestPrefill = [...prefillRound.items]
     .filter((e) => e.capacity > 0)
     .sort((a, b) => b.objectives.perGpu - a.objectives.perGpu)[0];
   const decodeRound =
     bestPrefill === undefined
       ? { items: [], cached: 0 }
-      : await phaseItems(
+      : yield* phaseItems(
           'decode',
           configurations.map((c) => decodeScenario(c, bestPrefill.configuration as Configuration)),
           HELPERS * bestPrefill.capacity,
