@@ -67,16 +67,20 @@ export function instanceOf(
   prices: Readonly<Record<string, number>> = {},
 ): InstanceSpecInput {
   const price = prices[c.gpu];
+  const gpus = c.tensorParallel * c.pipelineParallel;
+  // Pipeline stages reach the cost model only through a roofline name (`...x2p2`), whose GPU count is
+  // TP x PP; a bare model with gpu and tensorParallel stands for one stage.
+  const hardware =
+    c.pipelineParallel === 1
+      ? { model, gpu: c.gpu, tensorParallel: c.tensorParallel }
+      : { model: `roofline:${model}@${c.gpu}x${c.tensorParallel}p${c.pipelineParallel}` };
   return {
     role,
-    model,
-    gpu: c.gpu,
-    tensorParallel: c.tensorParallel,
-    pipelineParallel: c.pipelineParallel,
+    ...hardware,
     maxRunning: c.maxRunning,
     chunkTokens: c.chunkTokens,
     queuePolicy: c.queuePolicy,
-    ...(price === undefined ? {} : { pricePerHour: price * c.tensorParallel * c.pipelineParallel }),
+    ...(price === undefined ? {} : { pricePerHour: price * gpus }),
     count,
   };
 }
