@@ -3,7 +3,7 @@
  * the best fleet and the runner-up, the best per objective, the Pareto front of capacity against cost,
  * and every configuration evaluated.
  */
-import { type CapacityCriterion, describeCriterion } from './capacity.ts';
+import type { CapacityCriterion } from './capacity.ts';
 import type { ObjectiveName } from './economics.ts';
 import {
   capacityCostFront,
@@ -100,4 +100,3 @@ export function paretoPoints(items: readonly Evaluated[]): ParetoPoint[] {
     .sort((a, b) => (a.costPerHour ?? a.gpus) - (b.costPerHour ?? b.gpus));
 }
 
-export { describeCriterion };
