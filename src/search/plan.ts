@@ -99,4 +99,3 @@ export function paretoPoints(items: readonly Evaluated[]): ParetoPoint[] {
     }))
     .sort((a, b) => (a.costPerHour ?? a.gpus) - (b.costPerHour ?? b.gpus));
 }
-
