@@ -6,6 +6,7 @@ import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
 import { splitwise } from './splitwise.ts';
 import type { Experiment } from './types.ts';
+import { vidurSearch } from './vidur-search.ts';
 
 export const experiments: readonly Experiment[] = [
   prebleE2e,
@@ -15,6 +16,7 @@ export const experiments: readonly Experiment[] = [
   distserve,
   splitwise,
   prefixDisagg,
+  vidurSearch,
 ];
 
 export function findExperiment(name: string): Experiment {
