@@ -22,6 +22,8 @@ interface SimFlags {
   kvTokens?: number;
   fleet?: string;
   fleetAction: string[];
+  provisioner?: string;
+  startupSeconds: number;
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
@@ -51,6 +53,16 @@ export function registerSim(program: Command): void {
       collect,
       [],
     )
+    .option(
+      '--provisioner <name[:opts]>',
+      'size the fleet at run time (listed below), e.g. aladdin or aladdin:heartbeatSeconds=5,role=decode (docs/provisioning.md)',
+    )
+    .option(
+      '--startup-seconds <s>',
+      "with --provisioner: seconds from a worker's add to its readiness (paid for from the add)",
+      nonNegativeNumber,
+      30,
+    )
     .option('--requests <n>', 'requests per run', positiveInt, 2000)
     .option('--policy <list>', "global policy, a comma list, or 'all' (listed below)", 'e2')
     .option(
@@ -79,7 +91,7 @@ export function registerSim(program: Command): void {
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
-  addRegistryHelp(command, ['policies', 'queuePolicies', 'presets', 'workloads']);
+  addRegistryHelp(command, ['policies', 'provisioners', 'queuePolicies', 'presets', 'workloads']);
 }
 
 function share(value: string): number {
@@ -156,6 +168,13 @@ async function sim(flags: SimFlags): Promise<void> {
       : await import('./fleet-action.ts').then(({ parseFleetAction }) =>
           flags.fleetAction.flatMap((value) => parseFleetAction(value, flags.model)),
         );
+  const provisioner =
+    flags.provisioner === undefined
+      ? undefined
+      : {
+          choice: (await import('../core/provisioning/registry.ts')).parseProvisioner(flags.provisioner),
+          startupSeconds: flags.startupSeconds,
+        };
   // The workload's working set scales with the cluster (docs/design.md, "Workloads").
   const instances = fleet === undefined ? flags.instances : fleet.instances.length;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
@@ -167,6 +186,7 @@ async function sim(flags: SimFlags): Promise<void> {
       instances: flags.instances,
       ...(fleet === undefined ? {} : fleetRun(fleet, flags.kvTokens)),
       ...(fleetActions === undefined ? {} : { fleetActions }),
+      ...(provisioner === undefined ? {} : { provisioner }),
       rps,
       costModel,
       requests,
