@@ -83,10 +83,12 @@ export class AladdinProvisioner implements Provisioner {
     const target = this.target(rate, used);
     if (target > serving.length)
       return Array.from({ length: target - serving.length }, () => ({ action: 'add', role: this.o.role }));
-    return emptiest(
-      serving.filter((i) => i.state === 'active'),
-      serving.length - target,
-    ).map((i) => ({ action: 'remove' as const, instance: i.id }));
+    // Never the last active worker: the ones starting take nothing yet.
+    const ready = serving.filter((i) => i.state === 'active');
+    return emptiest(ready, Math.min(serving.length - target, ready.length - 1)).map((i) => ({
+      action: 'remove' as const,
+      instance: i.id,
+    }));
   }
 }
 
