@@ -14,14 +14,19 @@ import { seq } from '../../helpers/simple-cost-model.ts';
  */
 const costModel: CostModel = {
   name: 'eq3',
-  iterationTime: (b: BatchShape) => 0.01 + 0.001 * b.requests + 1e-6 * b.seqTokens + 1e-4 * (b.newTokens - b.requests),
+  iterationTime: (b: BatchShape) =>
+    0.01 + 0.001 * b.requests + 1e-6 * b.seqTokens + 1e-4 * (b.newTokens - b.requests),
   prefillTime: (n: number) => (n > 0 ? 0.011 + 1e-6 * n + 1e-4 * (n - 1) : 0),
   decodeTime: (k: number) => 0.011 * k,
   kvBytesPerToken: 1,
   kvCapacityTokens: Number.POSITIVE_INFINITY,
 };
 
-function policy(options: AladdinOptions, roles: readonly Role[], kvCapacityTokens = Number.POSITIVE_INFINITY) {
+function policy(
+  options: AladdinOptions,
+  roles: readonly Role[],
+  kvCapacityTokens = Number.POSITIVE_INFINITY,
+) {
   const p = new AladdinPolicy(
     { refit: false, defaultOutputTokens: 100, theta: 1, gamma: 0.5, ...options },
     { costModel, slo: { ttft: 10, tpot: 0.05 } },
@@ -126,8 +131,14 @@ test('split phase: prefill by TTFT alone, decode by best fit when the KV is read
 test('the registry builds it with the run SLO, and refuses knobs out of range', () => {
   const p = createGlobalPolicy('aladdin', { costModel, slo: { ttft: 2, tpot: 0.05 } });
   assert.equal(p.name, 'aladdin');
-  assert.throws(() => createGlobalPolicy('aladdin', { costModel }, { gamma: 2 }), /gamma must be in \[0, 1\]/);
-  assert.throws(() => createGlobalPolicy('aladdin', { costModel }, { theta: 0 }), /theta must be in \(0, 1\]/);
+  assert.throws(
+    () => createGlobalPolicy('aladdin', { costModel }, { gamma: 2 }),
+    /gamma must be in \[0, 1\]/,
+  );
+  assert.throws(
+    () => createGlobalPolicy('aladdin', { costModel }, { theta: 0 }),
+    /theta must be in \(0, 1\]/,
+  );
 });
 
 test('an overrun is re-predicted at the tick: the longer output then weighs on placement', () => {

@@ -120,7 +120,10 @@ test('every policy is described for --help with its options', () => {
   const line = (name: string) => lines.find((l) => l.startsWith(`${name}: `)) ?? '';
   assert.match(line('distserve'), /^distserve: DistServe/);
   assert.match(line('splitwise'), /^splitwise: Splitwise .*\[promptQueueTokens=8192, /);
-  assert.match(line('prefix-pd'), /^prefix-pd: prefix-aware .*\[prefillPolicy=e2, colocatedPrefillSeconds=0.1, /);
+  assert.match(
+    line('prefix-pd'),
+    /^prefix-pd: prefix-aware .*\[prefillPolicy=e2, colocatedPrefillSeconds=0.1, /,
+  );
   assert.match(line('aladdin'), /^aladdin: Aladdin .*\[gamma=0.5, theta=0.9, /);
   assert.match(lines[0]!, /^e2: .*\[windowSeconds=180, .*prefixReplication=true/);
 });

@@ -94,5 +94,8 @@ test('--provisioner parses typed options and refuses bad ones with one line', ()
   assert.throws(() => parseProvisioner('nope'), /unknown provisioner 'nope'; valid: aladdin/);
   assert.throws(() => parseProvisioner('aladdin:speed=3'), /unknown aladdin provisioner option 'speed'/);
   assert.throws(() => parseProvisioner('aladdin:minRate=x'), /must be a number/);
-  assert.throws(() => createProvisioner(parseProvisioner('aladdin:role=prefill')), /role must be mixed or decode/);
+  assert.throws(
+    () => createProvisioner(parseProvisioner('aladdin:role=prefill')),
+    /role must be mixed or decode/,
+  );
 });

@@ -79,7 +79,12 @@ test("a cost model's profile fits its own decode steps and prefills within 10%",
     [16, 1500],
     [64, 800],
   ] as const) {
-    const truth = costModel.iterationTime({ requests: b, newTokens: b, seqTokens: b * l, newTimesSeq: b * l });
+    const truth = costModel.iterationTime({
+      requests: b,
+      newTokens: b,
+      seqTokens: b * l,
+      newTimesSeq: b * l,
+    });
     const err = Math.abs(decodeStepSeconds(fitted.decode, b, l) - truth) / truth;
     assert.ok(err < 0.1, `decode b=${b} l=${l}: ${err}`);
   }
@@ -100,7 +105,8 @@ test('a fit window keeps its prior until enough samples, then follows them; an i
   const f = window.current();
   assert.ok(Math.abs(f.k1 - 0.001) < 1e-9 && Math.abs(f.c1 - 0.1) < 1e-9);
   // Falling times (a negative slope) keep the last plausible fit.
-  for (const n of [100, 200, 300, 400, 500, 600, 700, 800]) window.add({ inputTokens: n, seconds: 1 - n / 1000 });
+  for (const n of [100, 200, 300, 400, 500, 600, 700, 800])
+    window.add({ inputTokens: n, seconds: 1 - n / 1000 });
   assert.deepEqual(window.current(), f);
   assert.equal(window.size, 8);
 });
