@@ -1,4 +1,5 @@
 import { ablation } from './ablation.ts';
+import { aladdin } from './aladdin.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
 import { policies } from './policies.ts';
@@ -15,6 +16,7 @@ export const experiments: readonly Experiment[] = [
   distserve,
   splitwise,
   prefixDisagg,
+  aladdin,
 ];
 
 export function findExperiment(name: string): Experiment {

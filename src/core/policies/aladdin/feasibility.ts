@@ -73,12 +73,17 @@ export function meetsAtgt(fits: AladdinFits, jobs: readonly Job[], knobs: Knobs)
   return tokens <= knobs.theta * contextLimit(fits.decode, jobs.length, atgt);
 }
 
-/** (c): the prefill of every not yet started prompt together ends within each one's remaining TTFT. */
+/**
+ * (c): the prefill of every prompt before its first token together ends within each one's remaining
+ * TTFT. The paper counts the prompts placed at this heartbeat (a vLLM prefill runs whole in one
+ * iteration); our engines chunk prefills, so a prompt admitted but not through its chunks still holds
+ * the worker: every prompt without its first token counts, whole (an upper bound).
+ */
 export function meetsTtft(fits: AladdinFits, jobs: readonly Job[], now: number): boolean {
   let tokens = 0;
   let budget = Number.POSITIVE_INFINITY;
   for (const j of jobs) {
-    if (j.startedAt !== undefined) continue;
+    if (j.firstTokenAt !== undefined) continue;
     tokens += j.inputTokens;
     budget = Math.min(budget, j.ttft - (now - j.arrival));
   }
