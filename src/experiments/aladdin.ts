@@ -15,6 +15,7 @@ import { parseFleetConfig } from '../core/fleet/spec.ts';
 import { fixed } from '../report/text-table.ts';
 import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
+import { oncePerRun } from './once-per-run.ts';
 import type { PlotRequest } from './report.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
 
@@ -169,14 +170,8 @@ interface Findings {
   readonly prefill: ReadonlyMap<number, number | undefined>;
 }
 
-const memo = new WeakMap<readonly CellResult[], Findings>();
-
-function findings(results: readonly CellResult[]): Findings {
-  const known = memo.get(results);
-  if (known !== undefined) return known;
-  const first = results[0];
-  const requests = first?.report.requests ?? 0;
-  const seed = first?.cell.spec.seed ?? 0;
+/** The searches behind the claims, the table and the plot: run once per set of results. */
+const findings = oncePerRun((results, { requests, seed }): Findings => {
   const rates = [...new Set(results.map((r) => r.report.rps))].sort((a, b) => a - b);
   const prefill = new Map<number, number | undefined>();
   const needed: Needed[] = [];
@@ -222,10 +217,8 @@ function findings(results: readonly CellResult[]): Findings {
       });
     }
   }
-  const out = { needed, prefill };
-  memo.set(results, out);
-  return out;
-}
+  return { needed, prefill };
+});
 
 /** Aladdin's count: its best fit's workers where that met P100, else its fixed-fleet count. */
 const aladdinCount = (n: Needed): number | undefined =>

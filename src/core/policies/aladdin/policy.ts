@@ -33,6 +33,7 @@ import type {
 } from '../../types.ts';
 import { withDefaults } from '../../with-defaults.ts';
 import { BasePolicy, NO_COSTS } from '../base-policy.ts';
+import { hasRoles, withRole } from '../support/roles.ts';
 import {
   capacityNorm,
   fits,
@@ -108,7 +109,7 @@ export class AladdinPolicy extends BasePolicy {
       const { instance, fitted } = this.place(job, active, 'mixed', now);
       return { instance, branch: fitted ? 'best-fit' : 'overflow', matchedTokens: 0, costs: NO_COSTS };
     }
-    const prefill = this.withRole(active, 'prefill');
+    const prefill = withRole(this.view, active, 'prefill');
     if (prefill.length === 0) {
       this.jobs.delete(job.id);
       throw new NoInstanceAvailableError();
@@ -124,7 +125,7 @@ export class AladdinPolicy extends BasePolicy {
   }
 
   routeDecode(id: string, _prefillInstance: InstanceId, _kvTokens: number, now: number): InstanceId {
-    const decode = this.withRole(this.view.active, 'decode');
+    const decode = withRole(this.view, this.view.active, 'decode');
     if (decode.length === 0) throw new NoInstanceAvailableError();
     const job = this.jobs.get(id);
     if (job === undefined) return decode[0]!;
@@ -312,13 +313,8 @@ export class AladdinPolicy extends BasePolicy {
     return this.view.state(id)?.info.role ?? 'mixed';
   }
 
-  private withRole(ids: readonly InstanceId[], role: 'prefill' | 'decode'): InstanceId[] {
-    return ids.filter((id) => this.roleOf(id) === role);
-  }
-
   /** Split phase: the fleet has prefill or decode instances. */
   private split(): boolean {
-    for (const s of this.view.known()) if (s.info.role === 'prefill' || s.info.role === 'decode') return true;
-    return false;
+    return hasRoles(this.view);
   }
 }
