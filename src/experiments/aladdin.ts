@@ -168,6 +168,69 @@ interface Findings {
   readonly needed: readonly Needed[];
   /** Split phase: the prefill instances per rate. */
   readonly prefill: ReadonlyMap<number, number | undefined>;
+  /** Colocated aladdin on the ample fleet, per θ, at the middle colocated rate: why requests miss ATGT. */
+  readonly misses: readonly Misses[];
+}
+
+/**
+ * The mechanism behind colocated ATGT misses: the decode iterations of the requests that missed, against
+ * the others', that also ran prompt tokens (a prefill chunk of a request placed later), and the mean
+ * pure-decode step of the ones that missed.
+ */
+interface Misses {
+  readonly series: string;
+  readonly rps: number;
+  readonly missed: number;
+  readonly requests: number;
+  readonly withPrefillMissed: number;
+  readonly withPrefillOthers: number;
+  readonly pureStepMissed: number;
+  /** Output tokens of the ones that missed, median, and of all. */
+  readonly outputMedianMissed: number;
+  readonly outputMedianAll: number;
+}
+
+function misses(design: Design, rps: number, requests: number, seed: number): Misses {
+  const iterations: [number, number, number][][] = Array.from({ length: AMPLE }, () => []);
+  const { result } = runSimulation({
+    ...specFor(design, rps, AMPLE, 0, requests, seed),
+    onIteration: (i, it, _engine, now) => {
+      iterations[i]!.push([now - it.duration, now, it.prefillTokens]);
+    },
+  });
+  const atgt = aladdinSlo().tpot;
+  const tally = { missed: [0, 0], others: [0, 0], pure: [0, 0] };
+  const missedOutputs: number[] = [];
+  for (const r of result.records) {
+    if (r.outputTokens < 2 || r.finish < 0) continue;
+    const decode = iterations[r.instance]!.filter(
+      ([a, b]) => a >= r.firstToken - 1e-9 && b <= r.finish + 1e-9,
+    );
+    const withPrefill = decode.filter((x) => x[2] > 0).length;
+    const missed = (r.finish - r.firstToken) / (r.outputTokens - 1) > atgt;
+    const t = missed ? tally.missed : tally.others;
+    t[0]! += withPrefill;
+    t[1]! += decode.length;
+    if (!missed) continue;
+    missedOutputs.push(r.outputTokens);
+    for (const [a, b, p] of decode)
+      if (p === 0) {
+        tally.pure[0]! += b - a;
+        tally.pure[1]!++;
+      }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  return {
+    series: design.series,
+    rps,
+    missed: missedOutputs.length,
+    requests: result.records.length,
+    withPrefillMissed: tally.missed[0]! / Math.max(1, tally.missed[1]!),
+    withPrefillOthers: tally.others[0]! / Math.max(1, tally.others[1]!),
+    pureStepMissed: tally.pure[0]! / Math.max(1, tally.pure[1]!),
+    outputMedianMissed: median(missedOutputs),
+    outputMedianAll: median(result.records.map((r) => r.outputTokens)),
+  };
 }
 
 /** The searches behind the claims, the table and the plot: run once per set of results. */
@@ -217,7 +280,12 @@ const findings = oncePerRun((results, { requests, seed }): Findings => {
       });
     }
   }
-  return { needed, prefill };
+  const middle = ALADDIN_RATES.colocated[1]!;
+  const colocatedAladdin = ALADDIN_DESIGNS.filter(
+    (d) =>
+      d.policy === 'aladdin' && d.mode === 'colocated' && results.some((r) => r.cell.series === d.series),
+  );
+  return { needed, prefill, misses: colocatedAladdin.map((d) => misses(d, middle, requests, seed)) };
 });
 
 /** Aladdin's count: its best fit's workers where that met P100, else its fixed-fleet count. */
@@ -225,6 +293,7 @@ const aladdinCount = (n: Needed): number | undefined =>
   n.bestFitMet === true && n.bestFitUsed !== undefined
     ? Math.min(n.bestFitUsed, n.fixedFleet ?? Number.POSITIVE_INFINITY)
     : n.fixedFleet;
+const pct = (x: number): string => `${fixed(100 * x, 1)}%`;
 const show = (n: number | undefined): string => (n === undefined ? `> ${AMPLE}` : String(n));
 
 function gpuClaim(
@@ -359,6 +428,23 @@ export const aladdin: Experiment = {
         `| ${n.series} | ${n.rps} rps | ${show(n.fixedFleet)} | ${n.bestFitUsed === undefined ? '' : `${n.bestFitUsed} (${n.bestFitMet ? 'yes' : 'no'})`} | ${n.mode === 'split' ? show(f.prefill.get(n.rps)) : ''} | ${n.runs} |`,
       );
     lines.push('', '![GPUs needed](gpus-needed.png)', '');
+    if (f.misses.length > 0) {
+      lines.push(
+        '## Why colocated best fit misses ATGT',
+        '',
+        `Colocated aladdin on ${AMPLE} instances: of the requests that missed ATGT, how many of their decode iterations`,
+        'also ran prompt tokens (a later request placed on their worker, prefilled in 512-token chunks beside their',
+        'decode), against the other requests; and their mean step when no prompt ran with them.',
+        '',
+        '| series | rate | missed ATGT | decode iterations with prompt tokens: missed / others | pure decode step of the missed | output tokens, median: missed / all |',
+        '|---|---|---|---|---|---|',
+      );
+      for (const m of f.misses)
+        lines.push(
+          `| ${m.series} | ${m.rps} rps | ${m.missed} of ${m.requests} | ${pct(m.withPrefillMissed)} / ${pct(m.withPrefillOthers)} | ${fixed(m.pureStepMissed * 1000, 1)} ms (ATGT ${fixed(slo.tpot * 1000, 1)} ms) | ${m.outputMedianMissed} / ${m.outputMedianAll} |`,
+        );
+      lines.push('');
+    }
     return lines.join('\n');
   },
 };

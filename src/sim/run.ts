@@ -22,6 +22,7 @@ import {
   type KvTransferSetup,
   type SimInstance,
   type SimResult,
+  type SimulatorOptions,
   simulate,
 } from './simulator.ts';
 
@@ -73,6 +74,8 @@ export interface SimSpec {
   /** Leave requests arriving before this time out of the latency and hit-rate figures (`summarize`). */
   readonly warmupSeconds?: number;
   readonly onProgress?: (finished: number) => void;
+  /** Told after every iteration (diagnostics: an experiment measuring what the batches held). */
+  readonly onIteration?: SimulatorOptions['onIteration'];
 }
 
 export interface PercentileSummary {
@@ -219,6 +222,7 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     ...(spec.exclusivePrefixes === undefined ? {} : { exclusivePrefixes: spec.exclusivePrefixes }),
     requests: spec.requests(),
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
+    ...(spec.onIteration === undefined ? {} : { onIteration: spec.onIteration }),
   });
   const provisioning =
     setup === undefined || hook === undefined
