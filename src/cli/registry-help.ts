@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { describeCostModelPresets } from '../core/cost-model/presets.ts';
+import { describeLengthPredictors } from '../core/length/registry.ts';
 import { describeGlobalPolicies } from '../core/policies/registry.ts';
 import { describeProvisioners } from '../core/provisioning/registry.ts';
 import { describeQueuePolicies } from '../core/replica-queue/registry.ts';
 import { describeWorkloads } from '../workloads/registry.ts';
 
-type Registry = 'policies' | 'provisioners' | 'queuePolicies' | 'presets' | 'workloads';
+type Registry = 'policies' | 'provisioners' | 'queuePolicies' | 'presets' | 'workloads' | 'predictors';
 
 const SECTIONS: Record<Registry, { title: string; lines: () => string[] }> = {
   policies: {
@@ -16,6 +17,7 @@ const SECTIONS: Record<Registry, { title: string; lines: () => string[] }> = {
   queuePolicies: { title: 'Replica queue policies', lines: describeQueuePolicies },
   presets: { title: 'Cost-model presets', lines: describeCostModelPresets },
   workloads: { title: 'Workloads', lines: describeWorkloads },
+  predictors: { title: 'Length predictors (NAME or NAME:KEY=VALUE,...)', lines: describeLengthPredictors },
 };
 
 /** Lists the valid values of the command's plugin flags after its options, read from the registries. */

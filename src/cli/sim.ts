@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
+import { createLengthPredictor } from '../core/length/registry.ts';
 import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import type { SimReport, SimSpec } from '../sim/run.ts';
@@ -28,6 +29,7 @@ interface SimFlags {
   sloTpot?: number;
   goodput?: number;
   warmup?: number;
+  predictor?: string;
   out?: string;
   json?: boolean;
 }
@@ -88,10 +90,21 @@ export function registerSim(program: Command): void {
       'leave requests arriving in the first S seconds out of latency, TTFT, TPOT and hit rate (cold caches)',
       nonNegativeNumber,
     )
+    .option(
+      '--predictor <spec>',
+      "predict each request's output length at arrival for the queue policies (listed below)",
+    )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
-  addRegistryHelp(command, ['policies', 'provisioners', 'queuePolicies', 'presets', 'workloads']);
+  addRegistryHelp(command, [
+    'policies',
+    'provisioners',
+    'queuePolicies',
+    'presets',
+    'workloads',
+    'predictors',
+  ]);
 }
 
 function share(value: string): number {
@@ -150,6 +163,8 @@ async function sim(flags: SimFlags): Promise<void> {
       `unknown queue policy '${flags.queuePolicy}'; valid: auto, ${queuePolicyNames.join(', ')}`,
     );
   }
+  // A bad spec or option value fails here, in one line, before any run.
+  if (flags.predictor !== undefined) createLengthPredictor(flags.predictor, { seed: flags.seed });
   if ((flags.sloTtft === undefined) !== (flags.sloTpot === undefined)) {
     throw new Error('--slo-ttft and --slo-tpot go together');
   }
@@ -195,6 +210,7 @@ async function sim(flags: SimFlags): Promise<void> {
       ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
       ...(slo === undefined ? {} : { slo }),
       ...(flags.warmup === undefined ? {} : { warmupSeconds: flags.warmup }),
+      ...(flags.predictor === undefined ? {} : { predictor: flags.predictor }),
     };
   };
   if (flags.goodput !== undefined) {

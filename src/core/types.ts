@@ -19,6 +19,8 @@ export interface RouteRequest {
   readonly arrival: number;
   /** Expected output length, when the client gave one (max_tokens) or a workload knows it. */
   readonly outputLenHint?: number;
+  /** A length predictor's guess at the output length (core/length), when the caller runs one. */
+  readonly predictedOutputTokens?: number;
   readonly tenant?: string;
   readonly sessionId?: string;
   /**

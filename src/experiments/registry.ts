@@ -5,6 +5,7 @@ import { distserve } from './distserve.ts';
 import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
+import { schedulers } from './schedulers.ts';
 import { splitwise } from './splitwise.ts';
 import type { Experiment } from './types.ts';
 
@@ -16,6 +17,7 @@ export const experiments: readonly Experiment[] = [
   distserve,
   splitwise,
   prefixDisagg,
+  schedulers,
   aladdin,
 ];
 

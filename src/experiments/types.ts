@@ -15,6 +15,8 @@ export interface CellResult {
   readonly report: SimReport;
   /** Engine counters summed over instances. */
   readonly preemptions: number;
+  /** 95th percentiles (nearest rank) over the completed requests, seconds: TTFT and end-to-end latency. */
+  readonly p95?: { readonly ttft: number; readonly latency: number };
 }
 
 export interface ExperimentOptions {

@@ -2,6 +2,7 @@ import type { InstanceCostModel } from '../core/cost-model/instance.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
+import { createLengthPredictor } from '../core/length/registry.ts';
 import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
 import { createProvisioner, type ProvisionerChoice } from '../core/provisioning/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
@@ -73,6 +74,11 @@ export interface SimSpec {
   readonly slo?: { readonly ttft: number; readonly tpot: number };
   /** Leave requests arriving before this time out of the latency and hit-rate figures (`summarize`). */
   readonly warmupSeconds?: number;
+  /**
+   * A length predictor, `NAME` or `NAME:KEY=VALUE,...` (core/length's registry; seeded with `seed`
+   * unless it names one): each request is predicted at arrival. Absent: no predictions.
+   */
+  readonly predictor?: string;
   readonly onProgress?: (finished: number) => void;
   /** Told after every iteration (diagnostics: an experiment measuring what the batches held). */
   readonly onIteration?: SimulatorOptions['onIteration'];
@@ -112,6 +118,8 @@ export interface SimReport {
   readonly gpus?: number;
   readonly costPerHour?: number;
   readonly queuePolicy: QueuePolicyName;
+  /** Only with a length predictor (`SimSpec.predictor`): its spec. */
+  readonly predictor?: string;
   /**
    * Only when some request was disaggregated: seconds from the start of its KV transfer to the KV's
    * availability on the decode instance (for layer-wise, the residue after the prefill).
@@ -221,6 +229,9 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     },
     ...(spec.exclusivePrefixes === undefined ? {} : { exclusivePrefixes: spec.exclusivePrefixes }),
     requests: spec.requests(),
+    ...(spec.predictor === undefined
+      ? {}
+      : { predictor: createLengthPredictor(spec.predictor, { seed: spec.seed }) }),
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
     ...(spec.onIteration === undefined ? {} : { onIteration: spec.onIteration }),
   });
@@ -341,6 +352,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
       : { warmup: { seconds: spec.warmupSeconds!, excluded: summary.warmupExcluded } }),
     ...fleetFigures(spec.fleet),
     queuePolicy,
+    ...(spec.predictor === undefined ? {} : { predictor: spec.predictor }),
     ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),
     ...(moved.transfers === 0 ? {} : { kvMoved: moved }),
     ...(stages === undefined ? {} : { stages }),

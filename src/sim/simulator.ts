@@ -7,6 +7,7 @@ import {
   type TransferMode,
   tokensToMove,
 } from '../core/fleet/kv-link.ts';
+import type { LengthPredictor } from '../core/length/types.ts';
 import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
 import type { FleetRequest, GlobalPolicy, InstanceId, Role } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
@@ -20,6 +21,7 @@ import type {
 import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
 import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
+import { SimPredictions } from './predictions.ts';
 import type { SimRecord } from './record.ts';
 
 /** One instance of a fleet that is not N copies of one engine (other hardware, other settings). */
@@ -117,6 +119,11 @@ export interface SimulatorOptions {
   /** Told every `progressEvery` finished requests (progress bars live at the edge). */
   readonly onProgress?: (finished: number) => void;
   readonly progressEvery?: number;
+  /**
+   * Predicts each request's output length at arrival, for the route request and the engines' queue
+   * policies (src/sim/predictions.ts); absent, no request carries a prediction.
+   */
+  readonly predictor?: LengthPredictor;
 }
 
 export interface SimResult {
@@ -234,11 +241,18 @@ export function simulate(options: SimulatorOptions): SimResult {
           nodeOf: (id) => (id < initialCount ? transfer.placement.nodeOf(id) : -1 - id),
         };
   const engines: Engine[] = [];
+  const predictions = options.predictor === undefined ? undefined : new SimPredictions(options.predictor);
   const buildEngine = (instance: SimInstance, now: number): InstanceId => {
     const i = engines.length;
     const role = instance.role === 'mixed' ? {} : { role: instance.role };
     engines.push(
-      new Engine({ ...options.engine, ...instance.engine, costModel: instance.costModel, ...role }),
+      new Engine({
+        ...options.engine,
+        ...instance.engine,
+        costModel: instance.costModel,
+        ...role,
+        ...(predictions === undefined ? {} : { repredict: predictions.repredict }),
+      }),
     );
     policy.instanceAdded(
       i,
@@ -310,6 +324,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       byId.delete(f.id);
     }
     journeys.delete(f.id);
+    predictions?.finished(f.id, f.outputTokens, end);
     inFlight--;
     finished++;
     lastFinish = end;
@@ -585,13 +600,16 @@ export function simulate(options: SimulatorOptions): SimResult {
         const r = e.request;
         arrivalsSinceTick++;
         pullArrival();
-        // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true output length.
+        const prediction = predictions?.predict(r, e.time);
+        // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true
+        // output length (a predictor's guess, when one runs).
         const d = policy.route(
           {
             id: r.id,
             tokens: r.tokens,
             arrival: r.arrival,
             ...(r.maxTokens === undefined ? {} : { outputLenHint: r.maxTokens }),
+            ...(prediction === undefined ? {} : { predictedOutputTokens: prediction.tokens }),
           },
           e.time,
         );
@@ -627,6 +645,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           tokens: r.tokens,
           outputTokens: r.outputTokens,
           ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+          ...(prediction === undefined ? {} : { prediction }),
         };
         if (standing[d.instance] !== 'active' && standing[d.instance] !== undefined)
           throw new Error(
