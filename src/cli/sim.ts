@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
+import { createLengthPredictor } from '../core/length/registry.ts';
 import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
 import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
 import type { SimReport, SimSpec } from '../sim/run.ts';
@@ -22,10 +23,13 @@ interface SimFlags {
   kvTokens?: number;
   fleet?: string;
   fleetAction: string[];
+  provisioner?: string;
+  startupSeconds: number;
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
   warmup?: number;
+  predictor?: string;
   out?: string;
   json?: boolean;
 }
@@ -50,6 +54,16 @@ export function registerSim(program: Command): void {
       'a fleet change at run time: at=SECONDS with add=COUNTS (1P, 2D: --fleet shorthand), drain=ID, remove=ID or role=ID:ROLE, e.g. at=60,add=1P (repeatable; docs/fleets.md)',
       collect,
       [],
+    )
+    .option(
+      '--provisioner <name[:opts]>',
+      'size the fleet at run time (listed below), e.g. aladdin or aladdin:heartbeatSeconds=5,role=decode (docs/provisioning.md)',
+    )
+    .option(
+      '--startup-seconds <s>',
+      "with --provisioner: seconds from a worker's add to its readiness (paid for from the add)",
+      nonNegativeNumber,
+      30,
     )
     .option('--requests <n>', 'requests per run', positiveInt, 2000)
     .option('--policy <list>', "global policy, a comma list, or 'all' (listed below)", 'e2')
@@ -76,10 +90,21 @@ export function registerSim(program: Command): void {
       'leave requests arriving in the first S seconds out of latency, TTFT, TPOT and hit rate (cold caches)',
       nonNegativeNumber,
     )
+    .option(
+      '--predictor <spec>',
+      "predict each request's output length at arrival for the queue policies (listed below)",
+    )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
-  addRegistryHelp(command, ['policies', 'queuePolicies', 'presets', 'workloads']);
+  addRegistryHelp(command, [
+    'policies',
+    'provisioners',
+    'queuePolicies',
+    'presets',
+    'workloads',
+    'predictors',
+  ]);
 }
 
 function share(value: string): number {
@@ -138,6 +163,8 @@ async function sim(flags: SimFlags): Promise<void> {
       `unknown queue policy '${flags.queuePolicy}'; valid: auto, ${queuePolicyNames.join(', ')}`,
     );
   }
+  // A bad spec or option value fails here, in one line, before any run.
+  if (flags.predictor !== undefined) createLengthPredictor(flags.predictor, { seed: flags.seed });
   if ((flags.sloTtft === undefined) !== (flags.sloTpot === undefined)) {
     throw new Error('--slo-ttft and --slo-tpot go together');
   }
@@ -156,6 +183,13 @@ async function sim(flags: SimFlags): Promise<void> {
       : await import('./fleet-action.ts').then(({ parseFleetAction }) =>
           flags.fleetAction.flatMap((value) => parseFleetAction(value, flags.model)),
         );
+  const provisioner =
+    flags.provisioner === undefined
+      ? undefined
+      : {
+          choice: (await import('../core/provisioning/registry.ts')).parseProvisioner(flags.provisioner),
+          startupSeconds: flags.startupSeconds,
+        };
   // The workload's working set scales with the cluster (docs/design.md, "Workloads").
   const instances = fleet === undefined ? flags.instances : fleet.instances.length;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
@@ -167,6 +201,7 @@ async function sim(flags: SimFlags): Promise<void> {
       instances: flags.instances,
       ...(fleet === undefined ? {} : fleetRun(fleet, flags.kvTokens)),
       ...(fleetActions === undefined ? {} : { fleetActions }),
+      ...(provisioner === undefined ? {} : { provisioner }),
       rps,
       costModel,
       requests,
@@ -175,6 +210,7 @@ async function sim(flags: SimFlags): Promise<void> {
       ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
       ...(slo === undefined ? {} : { slo }),
       ...(flags.warmup === undefined ? {} : { warmupSeconds: flags.warmup }),
+      ...(flags.predictor === undefined ? {} : { predictor: flags.predictor }),
     };
   };
   if (flags.goodput !== undefined) {

@@ -19,6 +19,8 @@ export interface RouteRequest {
   readonly arrival: number;
   /** Expected output length, when the client gave one (max_tokens) or a workload knows it. */
   readonly outputLenHint?: number;
+  /** A length predictor's guess at the output length (core/length), when the caller runs one. */
+  readonly predictedOutputTokens?: number;
   readonly tenant?: string;
   readonly sessionId?: string;
   /**
@@ -26,6 +28,11 @@ export interface RouteRequest {
    * draining for this decision only; if nothing else is left, `route` throws NoInstanceAvailableError.
    */
   readonly avoid?: readonly InstanceId[];
+  /**
+   * This request's own SLO in seconds (first token; time per output token, read by Aladdin as its
+   * ATGT), when it has one; SLO-aware policies (aladdin) otherwise use the run's.
+   */
+  readonly slo?: { readonly ttft: number; readonly tpot: number };
 }
 
 /**
@@ -175,6 +182,11 @@ export interface GlobalPolicy {
    * usual calls (`instanceRoleChanged`, `instanceDrained`, `instanceEvicted`, `instanceRemoved`).
    */
   fleetRequests?(now: number): readonly FleetRequest[];
+  /**
+   * How many workers the policy's own packing uses now, counting those it would open (Aladdin's best
+   * fit): what a Provisioner (src/core/provisioning) sizes the fleet from. Absent: it does not say.
+   */
+  workersWanted?(now: number): number;
   /** Fresh load signals for one instance (polled metrics). Policies that do not need them ignore it. */
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
   /** Periodic background work: window expiry, rebalancing, prefix replication. */

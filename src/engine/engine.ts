@@ -2,6 +2,7 @@ import type { CostModel } from '../core/cost-model/types.ts';
 import type { QueueContext, QueuePolicy } from '../core/replica-queue/types.ts';
 import type { Role, Tokens } from '../core/types.ts';
 import { type EngineOptions, resolveEngineOptions } from './options.ts';
+import { type Repredict, reviseIfOutrun } from './outrun.ts';
 import { type CacheNode, PrefixCache } from './prefix-cache.ts';
 import { type Phase, RequestState } from './request-state.ts';
 import type {
@@ -133,6 +134,7 @@ export class Engine {
   readonly enableChunking: boolean;
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
+  private readonly repredict: Repredict | undefined;
   private currentRole: Role;
 
   private readonly cache = new PrefixCache();
@@ -168,6 +170,7 @@ export class Engine {
     this.minEvictionTokens = o.minEvictionTokens;
     this.exclusivePrefixes = o.exclusivePrefixes;
     this.currentRole = o.role;
+    this.repredict = o.repredict;
   }
 
   /** What this engine runs now (a fleet action may change it: `setRole`). */
@@ -398,6 +401,7 @@ export class Engine {
     const firstTokens: string[] = [];
     const finished: EngineFinish[] = [];
     let kvReady: EngineKvReady[] | undefined;
+    let outrun: RequestState[] | undefined;
     for (const r of batch) {
       if (r.phase === 'prefill') {
         const target = r.seq.length;
@@ -418,9 +422,14 @@ export class Engine {
       else if (r.stopAfterPrefill) {
         kvReady ??= [];
         kvReady.push(this.hold(r));
+      } else if (reviseIfOutrun(r, this.repredict) && this.requeuesOutrun()) {
+        outrun ??= [];
+        outrun.push(r);
       }
     }
-    if (finished.length > 0 || kvReady !== undefined) this.dropNotRunning(this.running);
+    if (outrun !== undefined) this.requeueOutrun(outrun, preempted);
+    if (finished.length > 0 || kvReady !== undefined || outrun !== undefined)
+      this.dropNotRunning(this.running);
 
     return {
       duration,
@@ -708,6 +717,7 @@ export class Engine {
       kvCapacityTokens: this.kvCapacityTokens,
       tokenBudget: budget,
       maxRequests: slots,
+      runningRequests: this.running.length,
     };
     if (this.queuePolicy.preemptFor !== undefined && this.preemptForPrompt(ctx, preempted)) {
       ctx = { ...ctx, freeKvTokens: this.admissibleTokens() };
@@ -953,7 +963,28 @@ export class Engine {
       });
       outputs = Math.min(outputs, Math.max(1, reserve));
     }
-    return new RequestState(this.cache, request.id, request.tokens, outputs, maxTokens, now);
+    const state = new RequestState(this.cache, request.id, request.tokens, outputs, maxTokens, now);
+    if (request.prediction !== undefined) state.prediction = request.prediction;
+    return state;
+  }
+
+  /**
+   * S3's supervisor (a policy with `requeueOnOutrun`): requests that outran their prediction, and so
+   * the memory reserved for it, are aborted and re-queued at the head, to be recomputed with the
+   * revised prediction's reserve; reported as preemptions.
+   */
+  private requeueOutrun(outrun: RequestState[], preempted: string[]): void {
+    for (const r of outrun) {
+      this.preempt(r);
+      preempted.push(r.id);
+    }
+    this.waiting.unshift(...outrun);
+    this.stalled = false;
+  }
+
+  /** Whether outrun requests are re-queued (S3); never on a decode-role engine, which cannot recompute. */
+  private requeuesOutrun(): boolean {
+    return this.queuePolicy.requeueOnOutrun === true && this.role !== 'decode';
   }
 
   /** Preemption by recomputation: back to waiting, to prefill its prompt and output so far again. */

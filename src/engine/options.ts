@@ -1,4 +1,5 @@
 import type { CostModel } from '../core/cost-model/types.ts';
+import type { LengthPrediction } from '../core/length/types.ts';
 import {
   createQueuePolicy,
   type QueuePolicyName,
@@ -51,6 +52,11 @@ export interface EngineOptions {
    * prefill at all: it only takes `adopt`ed requests, and preempts by swapping (see `Engine`).
    */
   readonly role?: Role;
+  /**
+   * A new prediction for a request that outran its `prediction` (core/length's `repredict`), asked
+   * at the end of the iteration whose token outran it. Absent: predictions are never revised.
+   */
+  readonly repredict?: (id: string, generated: number, previous: LengthPrediction) => LengthPrediction;
 }
 
 export const defaultChunkedPrefillTokens = 512;
@@ -68,6 +74,7 @@ export interface ResolvedEngineOptions {
   readonly minEvictionTokens: number;
   readonly exclusivePrefixes: boolean;
   readonly role: Role;
+  readonly repredict: EngineOptions['repredict'];
 }
 
 const roles: readonly Role[] = ['mixed', 'prefill', 'decode'];
@@ -106,5 +113,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     exclusivePrefixes: options.exclusivePrefixes ?? false,
     minEvictionTokens,
     role,
+    repredict: options.repredict,
   };
 }

@@ -1,3 +1,4 @@
+import type { LengthPrediction } from '../core/length/types.ts';
 import type { QueuedRequest } from '../core/replica-queue/types.ts';
 import type { Tokens } from '../core/types.ts';
 import { outputRange, promptHash, withOutputs } from './output-tokens.ts';
@@ -67,6 +68,8 @@ export class RequestState implements QueuedRequest {
   batchNew = 0;
   batchSeq = 0;
   joined = false;
+  /** The length predictor's current guess (`EngineRequest.prediction`), revised when outrun. */
+  prediction: LengthPrediction | undefined = undefined;
   /** Runs to its first token only, then holds its KV (`SubmitOptions.stopAfterPrefill`). */
   stopAfterPrefill = false;
   /** Its KV was adopted by this iteration's admission (it joins the batch as a decode). */
@@ -91,6 +94,15 @@ export class RequestState implements QueuedRequest {
     this.maxOutputTokens = maxTokens;
     this.cursor = cache.newCursor();
     this.pin = cache.root;
+  }
+
+  /** The queue policy's view of the prediction and of the output so far. */
+  get predictedOutputTokens(): number | undefined {
+    return this.prediction?.tokens;
+  }
+
+  get generatedTokens(): number {
+    return this.generated;
   }
 
   /** Tokens of `seq` cached now (the queue policy's view; exact at the moment it is read). */

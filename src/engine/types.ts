@@ -1,3 +1,4 @@
+import type { LengthPrediction } from '../core/length/types.ts';
 import type { Tokens } from '../core/types.ts';
 
 /** A request as an engine receives it. */
@@ -16,6 +17,11 @@ export interface EngineRequest {
    * `defaultMaxOutputTokens`, capped by the context).
    */
   readonly maxTokens?: number;
+  /**
+   * A length predictor's guess at `outputTokens` (issue 15), what queue policies see of it
+   * (`QueuedRequest.predictedOutputTokens`); replaced through `EngineOptions.repredict` when outrun.
+   */
+  readonly prediction?: LengthPrediction;
 }
 
 /** How `Engine.submit` runs a request. */

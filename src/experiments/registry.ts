@@ -1,9 +1,11 @@
 import { ablation } from './ablation.ts';
+import { aladdin } from './aladdin.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
 import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
+import { schedulers } from './schedulers.ts';
 import { splitwise } from './splitwise.ts';
 import type { Experiment } from './types.ts';
 import { vidurSearch } from './vidur-search.ts';
@@ -17,6 +19,8 @@ export const experiments: readonly Experiment[] = [
   splitwise,
   prefixDisagg,
   vidurSearch,
+  schedulers,
+  aladdin,
 ];
 
 export function findExperiment(name: string): Experiment {

@@ -2,11 +2,20 @@ import type { InstanceCostModel } from '../core/cost-model/instance.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
+import { createLengthPredictor } from '../core/length/registry.ts';
 import { createGlobalPolicy, policyEntry } from '../core/policies/registry.ts';
+import { createProvisioner, type ProvisionerChoice } from '../core/provisioning/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
+import type { Role } from '../core/types.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
+import {
+  type ProvisioningFigures,
+  type ProvisioningSetup,
+  provisioningFigures,
+  provisioningHook,
+} from './provisioning.ts';
 import { journeyMarks, type SimRecord } from './record.ts';
 import {
   type FleetAction,
@@ -14,6 +23,7 @@ import {
   type KvTransferSetup,
   type SimInstance,
   type SimResult,
+  type SimulatorOptions,
   simulate,
 } from './simulator.ts';
 
@@ -38,6 +48,11 @@ export interface SimSpec {
    * `--fleet` gives them; the others as the simulator's `FleetAction`.
    */
   readonly fleetActions?: readonly SimFleetAction[];
+  /**
+   * A provisioner sizing the fleet at run time (docs/provisioning.md): its adds build an instance like
+   * the fleet's first of that role (or the run's preset) and serve `startupSeconds` after the decision.
+   */
+  readonly provisioner?: { readonly choice: ProvisionerChoice; readonly startupSeconds: number };
   /** A fresh copy of the request stream (every policy must see the identical one). */
   readonly requests: () => Iterable<WorkloadRequest>;
   readonly seed: number;
@@ -59,7 +74,14 @@ export interface SimSpec {
   readonly slo?: { readonly ttft: number; readonly tpot: number };
   /** Leave requests arriving before this time out of the latency and hit-rate figures (`summarize`). */
   readonly warmupSeconds?: number;
+  /**
+   * A length predictor, `NAME` or `NAME:KEY=VALUE,...` (core/length's registry; seeded with `seed`
+   * unless it names one): each request is predicted at arrival. Absent: no predictions.
+   */
+  readonly predictor?: string;
   readonly onProgress?: (finished: number) => void;
+  /** Told after every iteration (diagnostics: an experiment measuring what the batches held). */
+  readonly onIteration?: SimulatorOptions['onIteration'];
 }
 
 export interface PercentileSummary {
@@ -96,6 +118,8 @@ export interface SimReport {
   readonly gpus?: number;
   readonly costPerHour?: number;
   readonly queuePolicy: QueuePolicyName;
+  /** Only with a length predictor (`SimSpec.predictor`): its spec. */
+  readonly predictor?: string;
   /**
    * Only when some request was disaggregated: seconds from the start of its KV transfer to the KV's
    * availability on the decode instance (for layer-wise, the residue after the prefill).
@@ -115,6 +139,8 @@ export interface SimReport {
   readonly stages?: JourneyStages;
   /** Only when the fleet changed during the run (fleet actions, policy requests): what changed, when. */
   readonly fleetLog?: readonly FleetLogEntry[];
+  /** Only with a provisioner: GPU-seconds held, mean GPUs, peak instances, adds and removals. */
+  readonly provisioning?: ProvisioningFigures;
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -157,11 +183,31 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   };
   const policy = createGlobalPolicy(
     spec.policy,
-    { costModel: spec.costModel, seed: spec.seed },
+    { costModel: spec.costModel, seed: spec.seed, ...(spec.slo === undefined ? {} : { slo: spec.slo }) },
     spec.policyOptions,
   );
+  // A provisioner's adds are built like the fleet's first instance of the role (else its first, else the preset).
+  const templateOf = (role: Role): FleetInstance | undefined => {
+    const like = spec.fleet?.find((i) => i.role === role) ?? spec.fleet?.[0];
+    return like === undefined ? undefined : { ...like, role };
+  };
+  const setup: ProvisioningSetup | undefined =
+    spec.provisioner === undefined
+      ? undefined
+      : {
+          provisioner: createProvisioner(spec.provisioner.choice),
+          startupSeconds: spec.provisioner.startupSeconds,
+          template: (role) => {
+            const like = templateOf(role);
+            return like === undefined
+              ? { costModel: spec.costModel, role }
+              : forPolicy(simInstance(like, spec.kvCapacityTokens));
+          },
+        };
+  const hook = setup === undefined ? undefined : provisioningHook(setup, policy);
   const result = simulate({
     policy,
+    ...(hook === undefined ? {} : { onTick: hook.onTick }),
     instances: spec.instances,
     costModel: spec.costModel,
     ...(spec.fleet === undefined
@@ -183,9 +229,40 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
     },
     ...(spec.exclusivePrefixes === undefined ? {} : { exclusivePrefixes: spec.exclusivePrefixes }),
     requests: spec.requests(),
+    ...(spec.predictor === undefined
+      ? {}
+      : { predictor: createLengthPredictor(spec.predictor, { seed: spec.seed }) }),
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
+    ...(spec.onIteration === undefined ? {} : { onIteration: spec.onIteration }),
   });
-  return { report: report(spec, queuePolicy, result), result };
+  const provisioning =
+    setup === undefined || hook === undefined
+      ? undefined
+      : provisioningFigures(setup, hook, result, gpusOf(spec, result, templateOf), firstStart(result));
+  const base = report(spec, queuePolicy, result);
+  return { report: provisioning === undefined ? base : { ...base, provisioning }, result };
+}
+
+/** GPUs of each instance of the run: a fleet's own, an added one's like its template's; 1 without a fleet. */
+function gpusOf(
+  spec: SimSpec,
+  result: SimResult,
+  templateOf: (role: Role) => FleetInstance | undefined,
+): (instance: number) => number {
+  const addedRole = new Map(
+    result.fleetLog.filter((e) => e.event === 'added').map((e) => [e.instance, e.role]),
+  );
+  return (i) => {
+    const initial = spec.fleet?.[i];
+    if (initial !== undefined) return initial.gpus;
+    const role = addedRole.get(i);
+    return (role === undefined ? undefined : templateOf(role)?.gpus) ?? 1;
+  };
+}
+
+/** The run's start: its first arrival. */
+function firstStart(result: SimResult): number {
+  return result.records.length === 0 ? 0 : result.records[0]!.arrival;
 }
 
 /**
@@ -275,6 +352,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
       : { warmup: { seconds: spec.warmupSeconds!, excluded: summary.warmupExcluded } }),
     ...fleetFigures(spec.fleet),
     queuePolicy,
+    ...(spec.predictor === undefined ? {} : { predictor: spec.predictor }),
     ...(transfers.length === 0 ? {} : { transfer: transferSummary(transfers) }),
     ...(moved.transfers === 0 ? {} : { kvMoved: moved }),
     ...(stages === undefined ? {} : { stages }),

@@ -7,6 +7,7 @@ import {
   type TransferMode,
   tokensToMove,
 } from '../core/fleet/kv-link.ts';
+import type { LengthPredictor } from '../core/length/types.ts';
 import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
 import type { FleetRequest, GlobalPolicy, InstanceId, Role } from '../core/types.ts';
 import { Engine, type EngineOptions } from '../engine/engine.ts';
@@ -20,6 +21,7 @@ import type {
 import { InstanceRunner, type RunnerClock } from '../runtime/instance-runner.ts';
 import { policyFeedback } from '../runtime/policy-feedback.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
+import { SimPredictions } from './predictions.ts';
 import type { SimRecord } from './record.ts';
 
 /** One instance of a fleet that is not N copies of one engine (other hardware, other settings). */
@@ -63,8 +65,22 @@ export interface FleetLogEntry {
    */
   readonly event: 'added' | 'draining' | 'drained' | 'removed' | 'role' | 'role-settled';
   readonly role?: Role;
-  /** Who asked: a scheduled fleet action or the policy (`fleetRequests`). */
-  readonly by: 'action' | 'policy';
+  /** Who asked: a scheduled fleet action, the policy (`fleetRequests`) or a provisioner (`onTick`). */
+  readonly by: FleetActor;
+}
+
+export type FleetActor = 'action' | 'policy' | 'provisioner';
+
+/** What a provisioner's hook sees at a tick (src/sim/provisioning.ts): the instances and the arrivals since the last tick. */
+export interface TickFleet {
+  readonly instances: readonly {
+    readonly id: InstanceId;
+    readonly role: Role;
+    readonly standing: 'active' | 'draining' | 'removed';
+    /** Requests on the engine: running, waiting, adopted and waiting. */
+    readonly inflight: number;
+  }[];
+  readonly arrivals: number;
 }
 
 /** The one line a colocated policy gets on a fleet with prefill and decode instances. */
@@ -87,6 +103,11 @@ export interface SimulatorOptions {
   readonly kvTransfer?: KvTransferSetup;
   /** Fleet changes at run time (add, drain, remove, role change), applied as events at their `at`. */
   readonly fleetActions?: readonly FleetAction[];
+  /**
+   * A provisioner (src/sim/provisioning.ts), asked at every tick after the policy's: the fleet actions
+   * it returns are scheduled at their `at` (an add after its start-up delay), logged as by 'provisioner'.
+   */
+  readonly onTick?: (now: number, fleet: TickFleet) => readonly FleetAction[];
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickInterval?: number;
   /** Tell the policy that cached prefixes serve one request at a time (llama.cpp slots; InstanceInfo). */
@@ -98,6 +119,11 @@ export interface SimulatorOptions {
   /** Told every `progressEvery` finished requests (progress bars live at the edge). */
   readonly onProgress?: (finished: number) => void;
   readonly progressEvery?: number;
+  /**
+   * Predicts each request's output length at arrival, for the route request and the engines' queue
+   * policies (src/sim/predictions.ts); absent, no request carries a prediction.
+   */
+  readonly predictor?: LengthPredictor;
 }
 
 export interface SimResult {
@@ -140,6 +166,7 @@ type SimEvent =
       readonly seq: number;
       readonly kind: 'fleet';
       readonly action: FleetAction;
+      readonly by?: FleetActor;
     }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
   | { readonly time: number; readonly seq: number; readonly kind: 'poll' };
@@ -214,11 +241,18 @@ export function simulate(options: SimulatorOptions): SimResult {
           nodeOf: (id) => (id < initialCount ? transfer.placement.nodeOf(id) : -1 - id),
         };
   const engines: Engine[] = [];
+  const predictions = options.predictor === undefined ? undefined : new SimPredictions(options.predictor);
   const buildEngine = (instance: SimInstance, now: number): InstanceId => {
     const i = engines.length;
     const role = instance.role === 'mixed' ? {} : { role: instance.role };
     engines.push(
-      new Engine({ ...options.engine, ...instance.engine, costModel: instance.costModel, ...role }),
+      new Engine({
+        ...options.engine,
+        ...instance.engine,
+        costModel: instance.costModel,
+        ...role,
+        ...(predictions === undefined ? {} : { repredict: predictions.repredict }),
+      }),
     );
     policy.instanceAdded(
       i,
@@ -274,11 +308,12 @@ export function simulate(options: SimulatorOptions): SimResult {
   const incoming = new Array<number>(fleet.length).fill(0);
   const bound = new Array<number>(fleet.length).fill(0);
   // Fleet actions: a role an engine takes once it can, and removals waiting for the instance to idle.
-  const pendingRole: ({ role: Role; by: 'action' | 'policy' } | undefined)[] = fleet.map(() => undefined);
-  const pendingRemove: ('action' | 'policy' | undefined)[] = fleet.map(() => undefined);
+  const pendingRole: ({ role: Role; by: FleetActor } | undefined)[] = fleet.map(() => undefined);
+  const pendingRemove: (FleetActor | undefined)[] = fleet.map(() => undefined);
   /** A draining instance became idle (logged once). */
   const drained: boolean[] = fleet.map(() => false);
-  const drainedBy: ('action' | 'policy' | undefined)[] = fleet.map(() => undefined);
+  const drainedBy: (FleetActor | undefined)[] = fleet.map(() => undefined);
+  let arrivalsSinceTick = 0;
 
   const finishRecord = (f: EngineFinish, end: number, cachedTokens: number) => {
     const r = byId.get(f.id);
@@ -289,6 +324,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       byId.delete(f.id);
     }
     journeys.delete(f.id);
+    predictions?.finished(f.id, f.outputTokens, end);
     inFlight--;
     finished++;
     lastFinish = end;
@@ -476,7 +512,7 @@ export function simulate(options: SimulatorOptions): SimResult {
   };
 
   /** A fleet action or a policy's request, at `now`. */
-  const applyFleet = (a: FleetAction | FleetRequest, now: number, by: 'action' | 'policy') => {
+  const applyFleet = (a: FleetAction | FleetRequest, now: number, by: FleetActor) => {
     if (a.action === 'add') {
       checkRole(a.spec.role);
       fleet.push(a.spec);
@@ -562,14 +598,18 @@ export function simulate(options: SimulatorOptions): SimResult {
     switch (e.kind) {
       case 'arrival': {
         const r = e.request;
+        arrivalsSinceTick++;
         pullArrival();
-        // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true output length.
+        const prediction = predictions?.predict(r, e.time);
+        // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true
+        // output length (a predictor's guess, when one runs).
         const d = policy.route(
           {
             id: r.id,
             tokens: r.tokens,
             arrival: r.arrival,
             ...(r.maxTokens === undefined ? {} : { outputLenHint: r.maxTokens }),
+            ...(prediction === undefined ? {} : { predictedOutputTokens: prediction.tokens }),
           },
           e.time,
         );
@@ -605,6 +645,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           tokens: r.tokens,
           outputTokens: r.outputTokens,
           ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+          ...(prediction === undefined ? {} : { prediction }),
         };
         if (standing[d.instance] !== 'active' && standing[d.instance] !== undefined)
           throw new Error(
@@ -651,10 +692,31 @@ export function simulate(options: SimulatorOptions): SimResult {
         break;
       }
       case 'fleet':
-        applyFleet(e.action, e.time, 'action');
+        applyFleet(e.action, e.time, e.by ?? 'action');
         break;
       case 'tick':
         policy.tick(e.time);
+        if (options.onTick !== undefined) {
+          const instances = engines.map((engine, id) => {
+            const s = engine.snapshot();
+            return {
+              id,
+              role: roles[id]!,
+              standing: standing[id]!,
+              inflight: s.running + s.waiting + s.adoptWaiting,
+            };
+          });
+          const asked = options.onTick(e.time, { instances, arrivals: arrivalsSinceTick });
+          arrivalsSinceTick = 0;
+          for (const action of asked)
+            queue.push({
+              time: Math.max(action.at, e.time),
+              seq: seq++,
+              kind: 'fleet',
+              action,
+              by: 'provisioner',
+            });
+        }
         if (!sourceDone || inFlight > 0)
           queue.push({ time: e.time + tickInterval, seq: seq++, kind: 'tick' });
         break;

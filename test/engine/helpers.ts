@@ -87,6 +87,7 @@ export function drive(
           tokens: r.tokens,
           outputTokens: r.outputTokens,
           ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+          ...(r.prediction === undefined ? {} : { prediction: r.prediction }),
         },
         r.arrival,
       );

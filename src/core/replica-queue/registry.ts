@@ -2,24 +2,31 @@ import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
 import { createLpmPolicy } from './lpm.ts';
+import { createLtrPolicy, type LtrOptions, ltrDefaults } from './ltr.ts';
 import { createNoPreemptPolicy, type NoPreemptOptions, noPreemptDefaults } from './no-preempt.ts';
+import { createPiaPolicy, type PiaOptions, piaDefaults } from './pia.ts';
 import {
   createPriorityGroupsPolicy,
   type PriorityGroupsOptions,
   priorityGroupsDefaults,
 } from './priority-groups.ts';
+import { createS3Policy } from './s3.ts';
 import {
   createSplitwiseMixedPolicy,
   type SplitwiseMixedOptions,
   splitwiseMixedDefaults,
 } from './splitwise-mixed.ts';
+import { createTrailPolicy, type TrailOptions, trailDefaults } from './trail.ts';
 import type { QueuePolicy } from './types.ts';
 
 /** Options of every queue policy in one object; each policy reads only its own. */
 export type QueuePolicyOptions = PriorityGroupsOptions &
   LarryOptions &
   NoPreemptOptions &
-  SplitwiseMixedOptions;
+  SplitwiseMixedOptions &
+  TrailOptions &
+  LtrOptions &
+  PiaOptions;
 
 interface QueuePolicyEntry<O extends object> {
   /** One line for `--help` and the docs. */
@@ -66,6 +73,30 @@ const QUEUE_POLICIES = {
       "Splitwise's mixed machines: new prompts first, preempting the youngest decodes when memory lacks; a decode aged past agingSeconds outranks prompts; at most maxPreemptions per request",
     defaults: splitwiseMixedDefaults,
     create: createSplitwiseMixedPolicy,
+  }),
+  trail: entry({
+    summary:
+      'TRAIL (seed 002): shortest predicted remaining output first (needs --predictor; oracle: TRAIL+); preempts a decode for a new request only in its first preemptWithin tokens',
+    defaults: trailDefaults,
+    create: createTrailPolicy,
+  }),
+  ltr: entry({
+    summary:
+      'LTR (seed 002): smallest predicted length (rank) first (needs --predictor, e.g. rank-oracle); a request waiting starvationSeconds goes first',
+    defaults: ltrDefaults,
+    create: createLtrPolicy,
+  }),
+  s3: entry({
+    summary:
+      'S3 (seed 002): FCFS reserving KV for the predicted output (needs --predictor); a request outrunning it is aborted and re-queued with a larger prediction',
+    defaults: {},
+    create: createS3Policy,
+  }),
+  pia: entry({
+    summary:
+      'PiA (seed 002): static batches of batchSize requests with similar predicted lengths (needs --predictor), formed when nothing runs',
+    defaults: piaDefaults,
+    create: createPiaPolicy,
   }),
 } as const;
 

@@ -2,7 +2,8 @@
  * Local (per-replica) waiting-queue policies. An engine calls `select` once per iteration to pick
  * which waiting requests join the next batch. Policies are pure: the answer depends only on the
  * arguments (scratch buffers may be reused between calls, never observable), except
- * priority-groups' `rotation` mode, which remembers the group it serves next.
+ * priority-groups' `rotation` mode, which remembers the group it serves next, and pia, which
+ * remembers the static batch it is admitting.
  *
  * Admission accounting, shared by every policy (see admission.ts):
  * - KV: a request needs `uncached = promptTokens - cachedTokens` new KV tokens plus the policy's
@@ -35,6 +36,14 @@ export interface QueuedRequest {
   readonly preemptions?: number;
   /** Seconds, when it was last preempted (absent when never). */
   readonly preemptedAt?: number;
+  /**
+   * A length predictor's guess at its total output (core/length), revised upward when outrun; absent
+   * without a predictor. Policies that use it read the remaining part, `predictedOutputTokens -
+   * generatedTokens`, at least 1 (a point inside a bucket may be passed before the bucket's top).
+   */
+  readonly predictedOutputTokens?: number;
+  /** Output tokens generated so far (0 for a new prompt; a preempted request keeps its count). */
+  readonly generatedTokens?: number;
 }
 
 /** A running request in its decode phase, as `preemptFor` sees it. */
@@ -44,6 +53,9 @@ export interface RunningRequest {
   readonly enqueuedAt: number;
   /** Times it was preempted on this replica so far. */
   readonly preemptions: number;
+  /** As in `QueuedRequest`: the predicted total output and the output so far. */
+  readonly predictedOutputTokens?: number;
+  readonly generatedTokens?: number;
 }
 
 /** What `preemptFor` asks of the engine: free KV for `target` by preempting `victims`, in order. */
@@ -76,6 +88,8 @@ export interface QueueContext {
   readonly tokenBudget: number;
   /** Free batch slots. */
   readonly maxRequests: number;
+  /** Requests running now (prefilling or decoding); absent when the caller does not say (pia waits for 0). */
+  readonly runningRequests?: number;
 }
 
 export interface QueuePolicy {
@@ -85,6 +99,12 @@ export interface QueuePolicy {
    * exceeds memory. False only for `no-preempt`, which reserves each request's whole output instead.
    */
   readonly preempts: boolean;
+  /**
+   * S3's supervisor: a running request that outran its predicted length (and so the reserve made
+   * for it) is aborted and re-queued at the head with the revised prediction (engine `repredict`),
+   * recomputing its prompt and output so far. Absent or false: an outrun request runs on.
+   */
+  readonly requeueOnOutrun?: boolean;
   /** KV tokens to hold for `request` beyond its uncached prompt, from admission until it finishes. */
   reserveTokens(request: QueuedRequest): number;
   /**

@@ -12,9 +12,11 @@ import {
 import type { QueueContext, QueuedRequest, QueuePolicy } from '../../../src/core/replica-queue/types.ts';
 import { ctxArb, ids, queueArb } from './helpers.ts';
 
-/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation), so it is not checked for purity. */
+/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation, pia's batch), so it is not checked for purity. */
 const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean }[] = [
-  ...queuePolicyNames.map((name) => ({ name, options: {} })),
+  ...queuePolicyNames.map((name) => ({ name, options: {}, ...(name === 'pia' ? { stateful: true } : {}) })),
+  { name: 'trail', options: { preemptWithin: 8 } },
+  { name: 'pia', options: { batchSize: 3 }, stateful: true },
   { name: 'priority-groups', options: { groups: 3 } },
   { name: 'priority-groups', options: { mode: 'rotation' }, stateful: true },
   { name: 'larry', options: { alpha: 0 } },

@@ -11,7 +11,18 @@ describe('createQueuePolicy', () => {
   it('creates every named policy', () => {
     assert.deepEqual(
       [...queuePolicyNames],
-      ['fcfs', 'lpm', 'priority-groups', 'larry', 'no-preempt', 'splitwise-mixed'],
+      [
+        'fcfs',
+        'lpm',
+        'priority-groups',
+        'larry',
+        'no-preempt',
+        'splitwise-mixed',
+        'trail',
+        'ltr',
+        's3',
+        'pia',
+      ],
     );
     for (const name of queuePolicyNames) {
       const policy = createQueuePolicy(name);
