@@ -13,7 +13,7 @@ import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet } from '../core/fleet/fleet.ts';
 import { parseFleetConfig } from '../core/fleet/spec.ts';
 import { fixed } from '../report/text-table.ts';
-import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
+import { runSimulation, type SimRecord, type SimReport, type SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { oncePerRun } from './once-per-run.ts';
 import type { PlotRequest } from './report.ts';
@@ -188,6 +188,9 @@ interface Misses {
   /** Output tokens of the ones that missed, median, and of all. */
   readonly outputMedianMissed: number;
   readonly outputMedianAll: number;
+  /** The same run with the true output lengths as predictions (`--predictor oracle`): its misses and workers used. */
+  readonly oracleMissed: number;
+  readonly oracleUsed: number;
 }
 
 function misses(design: Design, rps: number, requests: number, seed: number): Misses {
@@ -220,7 +223,13 @@ function misses(design: Design, rps: number, requests: number, seed: number): Mi
       }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const oracle = runSimulation({ ...specFor(design, rps, AMPLE, 0, requests, seed), predictor: 'oracle' });
+  const missedWith = (records: readonly SimRecord[]) =>
+    records.filter((r) => r.outputTokens >= 2 && (r.finish - r.firstToken) / (r.outputTokens - 1) > atgt)
+      .length;
   return {
+    oracleMissed: missedWith(oracle.result.records),
+    oracleUsed: used(oracle.report, 'colocated', 0, oracle.result.records),
     series: design.series,
     rps,
     missed: missedOutputs.length,
@@ -436,12 +445,12 @@ export const aladdin: Experiment = {
         'also ran prompt tokens (a later request placed on their worker, prefilled in 512-token chunks beside their',
         'decode), against the other requests; and their mean step when no prompt ran with them.',
         '',
-        '| series | rate | missed ATGT | decode iterations with prompt tokens: missed / others | pure decode step of the missed | output tokens, median: missed / all |',
-        '|---|---|---|---|---|---|',
+        '| series | rate | missed ATGT | decode iterations with prompt tokens: missed / others | pure decode step of the missed | output tokens, median: missed / all | true lengths as predictions: missed ATGT, workers used |',
+        '|---|---|---|---|---|---|---|',
       );
       for (const m of f.misses)
         lines.push(
-          `| ${m.series} | ${m.rps} rps | ${m.missed} of ${m.requests} | ${pct(m.withPrefillMissed)} / ${pct(m.withPrefillOthers)} | ${fixed(m.pureStepMissed * 1000, 1)} ms (ATGT ${fixed(slo.tpot * 1000, 1)} ms) | ${m.outputMedianMissed} / ${m.outputMedianAll} |`,
+          `| ${m.series} | ${m.rps} rps | ${m.missed} of ${m.requests} | ${pct(m.withPrefillMissed)} / ${pct(m.withPrefillOthers)} | ${fixed(m.pureStepMissed * 1000, 1)} ms (ATGT ${fixed(slo.tpot * 1000, 1)} ms) | ${m.outputMedianMissed} / ${m.outputMedianAll} | ${m.oracleMissed}, ${m.oracleUsed} |`,
         );
       lines.push('');
     }
