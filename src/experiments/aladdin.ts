@@ -13,7 +13,7 @@ import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet } from '../core/fleet/fleet.ts';
 import { parseFleetConfig } from '../core/fleet/spec.ts';
 import { fixed } from '../report/text-table.ts';
-import { runSimulation, type SimRecord, type SimReport, type SimSpec } from '../sim/run.ts';
+import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { oncePerRun } from './once-per-run.ts';
 import type { PlotRequest } from './report.ts';
@@ -170,6 +170,8 @@ interface Findings {
   readonly prefill: ReadonlyMap<number, number | undefined>;
   /** Colocated aladdin on the ample fleet, per θ, at the middle colocated rate: why requests miss ATGT. */
   readonly misses: readonly Misses[];
+  /** Every aladdin series at its mode's middle rate, with its own predictions and with the true lengths. */
+  readonly truths: readonly Truth[];
 }
 
 /**
@@ -188,9 +190,26 @@ interface Misses {
   /** Output tokens of the ones that missed, median, and of all. */
   readonly outputMedianMissed: number;
   readonly outputMedianAll: number;
-  /** The same run with the true output lengths as predictions (`--predictor oracle`): its misses and workers used. */
-  readonly oracleMissed: number;
-  readonly oracleUsed: number;
+}
+
+/** An aladdin series on the ample fleet with its own predictions and with the true lengths (`--predictor oracle`). */
+interface Truth {
+  readonly series: string;
+  readonly rps: number;
+  readonly history: { readonly attainment: number; readonly used: number };
+  readonly oracle: { readonly attainment: number; readonly used: number };
+}
+
+function truth(design: Design, rps: number, prefill: number, requests: number, seed: number): Truth {
+  const at = (predictor?: string) => {
+    const spec = specFor(design, rps, AMPLE, prefill, requests, seed);
+    const { report, result } = runSimulation(predictor === undefined ? spec : { ...spec, predictor });
+    return {
+      attainment: report.sloAttainment?.both ?? 0,
+      used: used(report, design.mode, prefill, result.records),
+    };
+  };
+  return { series: design.series, rps, history: at(), oracle: at('oracle') };
 }
 
 function misses(design: Design, rps: number, requests: number, seed: number): Misses {
@@ -223,13 +242,7 @@ function misses(design: Design, rps: number, requests: number, seed: number): Mi
       }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-  const oracle = runSimulation({ ...specFor(design, rps, AMPLE, 0, requests, seed), predictor: 'oracle' });
-  const missedWith = (records: readonly SimRecord[]) =>
-    records.filter((r) => r.outputTokens >= 2 && (r.finish - r.firstToken) / (r.outputTokens - 1) > atgt)
-      .length;
   return {
-    oracleMissed: missedWith(oracle.result.records),
-    oracleUsed: used(oracle.report, 'colocated', 0, oracle.result.records),
     series: design.series,
     rps,
     missed: missedOutputs.length,
@@ -294,7 +307,14 @@ const findings = oncePerRun((results, { requests, seed }): Findings => {
     (d) =>
       d.policy === 'aladdin' && d.mode === 'colocated' && results.some((r) => r.cell.series === d.series),
   );
-  return { needed, prefill, misses: colocatedAladdin.map((d) => misses(d, middle, requests, seed)) };
+  const truths = ALADDIN_DESIGNS.filter(
+    (d) => d.policy === 'aladdin' && results.some((r) => r.cell.series === d.series),
+  ).flatMap((d) => {
+    const rps = ALADDIN_RATES[d.mode][1]!;
+    const p = d.mode === 'split' ? prefill.get(rps) : 0;
+    return p === undefined ? [] : [truth(d, rps, p, requests, seed)];
+  });
+  return { needed, prefill, misses: colocatedAladdin.map((d) => misses(d, middle, requests, seed)), truths };
 });
 
 /** Aladdin's count: its best fit's workers where that met P100, else its fixed-fleet count. */
@@ -445,12 +465,29 @@ export const aladdin: Experiment = {
         'also ran prompt tokens (a later request placed on their worker, prefilled in 512-token chunks beside their',
         'decode), against the other requests; and their mean step when no prompt ran with them.',
         '',
-        '| series | rate | missed ATGT | decode iterations with prompt tokens: missed / others | pure decode step of the missed | output tokens, median: missed / all | true lengths as predictions: missed ATGT, workers used |',
-        '|---|---|---|---|---|---|---|',
+        '| series | rate | missed ATGT | decode iterations with prompt tokens: missed / others | pure decode step of the missed | output tokens, median: missed / all |',
+        '|---|---|---|---|---|---|',
       );
       for (const m of f.misses)
         lines.push(
-          `| ${m.series} | ${m.rps} rps | ${m.missed} of ${m.requests} | ${pct(m.withPrefillMissed)} / ${pct(m.withPrefillOthers)} | ${fixed(m.pureStepMissed * 1000, 1)} ms (ATGT ${fixed(slo.tpot * 1000, 1)} ms) | ${m.outputMedianMissed} / ${m.outputMedianAll} | ${m.oracleMissed}, ${m.oracleUsed} |`,
+          `| ${m.series} | ${m.rps} rps | ${m.missed} of ${m.requests} | ${pct(m.withPrefillMissed)} / ${pct(m.withPrefillOthers)} | ${fixed(m.pureStepMissed * 1000, 1)} ms (ATGT ${fixed(slo.tpot * 1000, 1)} ms) | ${m.outputMedianMissed} / ${m.outputMedianAll} |`,
+        );
+      lines.push('');
+    }
+    if (f.truths.length > 0) {
+      lines.push(
+        '## Aladdin with the true output lengths',
+        '',
+        "Each aladdin series on the ample fleet at its mode's middle rate, with its own predictions (history: the mean",
+        'output per input-length bucket) and with the true lengths as predictions (`--predictor oracle`): the share',
+        'meeting both SLOs and the workers (decode workers in split phase) its best fit used.',
+        '',
+        '| series | rate | history: attainment, workers | true lengths: attainment, workers |',
+        '|---|---|---|---|',
+      );
+      for (const t of f.truths)
+        lines.push(
+          `| ${t.series} | ${t.rps} rps | ${pct(t.history.attainment)}, ${t.history.used} | ${pct(t.oracle.attainment)}, ${t.oracle.used} |`,
         );
       lines.push('');
     }
