@@ -16,7 +16,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   sim: ['core', 'engine', 'runtime', 'workloads', 'report'],
   emulator: ['core', 'engine', 'runtime', 'text', 'util'],
   gateway: ['core', 'text', 'util'],
-  experiments: ['core', 'sim', 'workloads', 'report'],
+  search: ['core', 'sim', 'workloads', 'report'],
+  experiments: ['core', 'sim', 'search', 'workloads', 'report'],
   bench: ['core', 'gateway', 'workloads', 'text', 'report', 'util'],
   demo: ['core', 'bench', 'emulator', 'gateway', 'real', 'workloads', 'report'],
   cli: [
@@ -31,6 +32,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'sim',
     'emulator',
     'gateway',
+    'search',
     'experiments',
     'bench',
     'demo',

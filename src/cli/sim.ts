@@ -152,7 +152,7 @@ async function sim(flags: SimFlags): Promise<void> {
     import('./progress.ts'),
     import('./sim-output.ts'),
     import('./sim-table.ts'),
-    import('./workload-stream.ts'),
+    import('../workloads/request-stream.ts'),
   ]);
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);

@@ -4,11 +4,11 @@
  * `SimSpec` that `preble sim` runs, so a plan replays in `preble sim` unchanged.
  */
 
-import { workloadStream } from '../cli/workload-stream.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet, type Fleet } from '../core/fleet/fleet.ts';
 import { type InstanceSpecInput, parseFleetConfig } from '../core/fleet/spec.ts';
 import { fleetRun, type SimSpec } from '../sim/run.ts';
+import { workloadStream } from '../workloads/request-stream.ts';
 
 export interface ScenarioSpec {
   /** As `preble sim --workload`: a generator (`sharegpt-like`, `toolbench:tools=8`), `synthetic:...` or a trace. */

@@ -12,7 +12,7 @@ export interface AladdinOptions {
   readonly atgt?: number;
   /** Refit the performance models (Eq. 1-3) from finished requests; false keeps the cost model's. */
   readonly refit?: boolean;
-  /** The output length predicted before any request has finished (and without max_tokens). */
+  /** The output length predicted before any request of the input-length bucket has finished (the history predictor's prior). */
   readonly defaultOutputTokens?: number;
 }
 

@@ -5,7 +5,8 @@
  * limit with the γ and θ knobs, (c) TTFT for the prompts not yet started, (d) the new prefill within
  * the decode slack of the running requests, (e) KV per future iteration within the worker's memory.
  * The performance models (Eq. 1-3) start from the cost model's profile and are refit from finished
- * requests (model.ts); output lengths come from a history predictor (predictor.ts).
+ * requests (model.ts). Output lengths: the run's predictor when it has one (`RouteRequest.predictedOutputTokens`),
+ * else Aladdin's own, core/length's `history` (the mean output per input-length bucket), capped by max_tokens.
  *
  * When no worker fits, Aladdin opens a new one. A policy cannot start hardware, so the request is
  * packed into a virtual worker (best fit again among the virtual ones, else a new one) and runs on the
@@ -16,12 +17,15 @@
  * (prefill workers have no decode to protect) and decodes, when the KV is ready, by (b) and (e).
  *
  * Re-balancing (Algorithm 2), partly: at each tick a decoding request that outran its prediction is
- * re-predicted (the conditional mean, the predictor's `repredict`), which moves its worker's error
+ * re-predicted (the predictor's `repredict`: history doubles it, where the paper takes the mean output of
+ * the requests of that input length that ran longer; ours needs no per-length tail), which moves its worker's error
  * (l_e, b_e) into the sums every later placement checks. Moving requests that are queued but not
  * started to another worker is not done: once routed, a request belongs to its engine's queue.
  */
 import { NoInstanceAvailableError } from '../../cluster-view.ts';
 import type { CostModel } from '../../cost-model/types.ts';
+import { createHistoryPredictor, historyDefaults } from '../../length/history.ts';
+import type { LengthPredictor, LengthQuery } from '../../length/types.ts';
 import { prefillSeconds } from '../../provisioning/fits.ts';
 import type {
   FinishCounts,
@@ -45,13 +49,13 @@ import {
 } from './feasibility.ts';
 import { AladdinModel } from './model.ts';
 import { type AladdinOptions, aladdinDefaults, checkAladdinOptions, FALLBACK_SLO } from './options.ts';
-import { MeanOutputPredictor, type OutputPredictor } from './predictor.ts';
 
 export interface AladdinContext {
   readonly costModel: CostModel;
   /** The run's SLO, when it has one (`--slo-ttft/--slo-tpot`); the TPOT target is read as ATGT. */
   readonly slo?: { readonly ttft: number; readonly tpot: number };
-  readonly predictor?: OutputPredictor;
+  /** Its own output-length predictor; default: `history` (core/length) with `defaultOutputTokens` as its prior. */
+  readonly predictor?: LengthPredictor;
 }
 
 /** A request's decode shape when its decode began: its worker's batch size and mean context (Eq. 3's sample). */
@@ -67,7 +71,7 @@ export class AladdinPolicy extends BasePolicy {
   private readonly o: Required<AladdinOptions>;
   private readonly knobs: Knobs;
   private readonly model: AladdinModel;
-  private readonly predictor: OutputPredictor;
+  private readonly predictor: LengthPredictor;
   private readonly slo: { readonly ttft: number; readonly atgt: number };
   private readonly jobs = new Map<string, Job>();
   /** Jobs counted on each worker (where the ClusterView counts them). */
@@ -82,7 +86,8 @@ export class AladdinPolicy extends BasePolicy {
     checkAladdinOptions(this.o);
     this.knobs = { gamma: this.o.gamma, theta: this.o.theta };
     this.model = new AladdinModel(context.costModel, this.o.refit);
-    this.predictor = context.predictor ?? new MeanOutputPredictor(this.o.defaultOutputTokens);
+    this.predictor =
+      context.predictor ?? createHistoryPredictor({ ...historyDefaults, prior: this.o.defaultOutputTokens });
     this.slo = {
       ttft: this.o.ttft || context.slo?.ttft || FALLBACK_SLO.ttft,
       atgt: this.o.atgt || context.slo?.tpot || FALLBACK_SLO.tpot,
@@ -91,7 +96,11 @@ export class AladdinPolicy extends BasePolicy {
 
   protected choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision {
     const lin = request.tokens.length;
-    const predicted = Math.max(1, Math.round(this.predictor.predict(lin)));
+    // The run's prediction when it runs a predictor (the simulator's `--predictor`), else our own.
+    const predicted = Math.max(
+      1,
+      Math.round(request.predictedOutputTokens ?? this.predictor.predict(query(request.id, lin), now).tokens),
+    );
     const job: Job = {
       id: request.id,
       inputTokens: lin,
@@ -183,7 +192,10 @@ export class AladdinPolicy extends BasePolicy {
       for (const j of jobs) {
         if (j.firstTokenAt === undefined || step <= 0) continue;
         const ran = Math.floor((now - j.firstTokenAt) / step) + 1;
-        if (ran >= j.predicted) j.predicted = Math.max(ran + 1, this.predictor.repredict(j.inputTokens, ran));
+        if (ran >= j.predicted)
+          j.predicted = this.predictor.repredict(query(j.id, j.inputTokens), ran, {
+            tokens: j.predicted,
+          }).tokens;
       }
     }
   }
@@ -215,7 +227,7 @@ export class AladdinPolicy extends BasePolicy {
     const start = this.decodeStarts.get(id);
     this.decodeStarts.delete(id);
     if (counts === undefined) return;
-    this.predictor.observe(job.inputTokens, counts.outputTokens);
+    this.predictor.observe?.(query(id, job.inputTokens), counts.outputTokens, now);
     const uncached = counts.promptTokens - counts.cachedTokens;
     if (job.startedAt !== undefined && job.firstTokenAt !== undefined && uncached > 0)
       this.model.prefill.add({ inputTokens: uncached, seconds: job.firstTokenAt - job.startedAt });
@@ -317,4 +329,9 @@ export class AladdinPolicy extends BasePolicy {
   private split(): boolean {
     return hasRoles(this.view);
   }
+}
+
+/** What the length predictor is told of a request: its prompt's length (Aladdin's predictor reads no more). */
+function query(id: string, promptTokens: number): LengthQuery {
+  return { id, promptTokens };
 }

@@ -1,5 +1,6 @@
-import { highestPassingRate, type RateSearch } from '../../search/capacity.ts';
-import type { SloAttainment } from './slo.ts';
+/** DistServe's goodput (`preble sim --goodput`): the highest rate at which a share of requests meets both SLOs. */
+import type { SloAttainment } from '../sim/metrics/slo.ts';
+import { highestPassingRate } from './capacity.ts';
 
 export interface GoodputOptions {
   /** A rate expected to meet the target (requests per second, > 0). */
@@ -30,9 +31,6 @@ export interface GoodputResult {
   /** Every run, in the order made (for plots and explanations). */
   readonly probes: readonly GoodputProbe[];
 }
-
-// The rate search lives with the configuration search (src/search/capacity.ts); re-exported here.
-export { highestPassingRate, type RateSearch };
 
 /**
  * Goodput: the highest request rate at which at least `target` of the requests meet both SLOs,
