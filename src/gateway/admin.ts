@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { firstIssue } from '../util/zod-issue.ts';
+import type { Advice } from './advice/advisor.ts';
 import { bearerToken, isAdminKey, type KeyStore } from './auth.ts';
 import { type ReplicaRole, replicaSchema } from './config.ts';
 import { sendError } from './errors.ts';
@@ -18,6 +19,8 @@ export interface AdminContext {
   readonly discoverModels: () => Promise<void>;
   /** Why a fleet with these roles could never run under the policy (a role it cannot use); undefined: fine. */
   readonly checkRoles: (roles: readonly ReplicaRole[]) => string | undefined;
+  /** Live advice: the latest, 'pending' before the first, 'off' when not configured. */
+  readonly advice?: () => Advice | 'pending' | 'off';
 }
 
 const newKey = z
@@ -134,6 +137,18 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
         // In-flight requests finish; the pool closes after them.
         void ctx.replicas.remove(r);
         return describeReplica(r, ctx.now());
+      });
+      admin.get('/advice', async (_request, reply) => {
+        const advice = ctx.advice?.() ?? 'off';
+        if (advice === 'off')
+          return sendError(
+            reply,
+            404,
+            'live advice is off (advice: in the config, or --advice)',
+            'invalid_request_error',
+            'not_found',
+          );
+        return advice === 'pending' ? { status: 'pending' } : { status: 'ready', ...advice };
       });
       admin.get('/keys', async () => ({ keys: ctx.keys.names() }));
       admin.post('/keys', async (request, reply) => {

@@ -129,7 +129,7 @@ export class GatewayMetrics {
   });
   readonly adviceCapacity = new Gauge({
     name: 'preble_advice_capacity_rps',
-    help: "Live advice: simulated capacity of one replica of the cost model under the advice SLOs, by model and role",
+    help: 'Live advice: simulated capacity of one replica of the cost model under the advice SLOs, by model and role',
     labelNames: ['model', 'role'] as const,
     registers: [this.registry],
   });

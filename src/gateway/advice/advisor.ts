@@ -4,11 +4,12 @@
  * come from the search's capacity function, on its worker pool (one thread, one evaluation at a
  * time: Periodic never overlaps a round), cached by task so that a steady workload is measured once.
  */
+
+import type { FinishCounts } from '../../core/types.ts';
 import { type CapacityCache, taskHash } from '../../search/cache.ts';
 import type { Capacity } from '../../search/capacity.ts';
 import { evaluateTasks } from '../../search/pool.ts';
 import type { CapacityTask } from '../../search/task.ts';
-import type { FinishCounts } from '../../core/types.ts';
 import type { ReplicaRole } from '../config.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { AdviceConfig } from './config.ts';

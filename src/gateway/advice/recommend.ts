@@ -6,11 +6,12 @@
  * replica beside HELPERS decode replicas against the TTFT target, and a decode replica fed by
  * HELPERS prefill replicas against the TPOT target (its wait for a slot held to the TTFT target).
  */
-import type { ReplicaRole } from '../config.ts';
+
 import { type CapacityCriterion, DEFAULT_LOW_RPS, describeCriterion } from '../../search/capacity.ts';
 import { HELPERS } from '../../search/distserve.ts';
 import type { ScenarioSpec } from '../../search/scenario.ts';
 import type { CapacityTask } from '../../search/task.ts';
+import type { ReplicaRole } from '../config.ts';
 
 export interface AdviceQuestion {
   /** Cost-model preset of the replicas (the gateway's `costModel`). */
