@@ -35,7 +35,7 @@ test('the window keeps what arrived within it and rates it over its span', () =>
 
 test('the window becomes a synthetic workload of its observed lengths, rounded for the cache', () => {
   const w = new TrafficWindow(60, 0);
-  [100, 200, 300].forEach((p, i) => w.finished('m', counts(p, 10 * (i + 1)), i));
+  for (const [i, p] of [100, 200, 300].entries()) w.finished('m', counts(p, 10 * (i + 1)), i);
   const traffic = w.observe(10).models[0]!;
   const workload = observedWorkload(traffic)!;
   const spec = parseWorkloadSpec(workload);
