@@ -1,6 +1,7 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import type { GatewayConfig } from '../gateway/config.ts';
-import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
+import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
+import { parseSlo } from './plan.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 /** Flags override the config file; none has a default here, so the schema's defaults apply once. */
@@ -27,6 +28,11 @@ interface ServeFlags {
   logLevel?: string;
   logBodies?: boolean;
   processMetrics?: boolean;
+  advice?: boolean;
+  adviceSlo?: { ttft: number; tpot: number };
+  adviceInterval?: number;
+  adviceWindow?: number;
+  adviceHeadroom?: number;
 }
 
 export function registerServe(program: Command): void {
@@ -92,8 +98,41 @@ export function registerServe(program: Command): void {
     .option('--log-level <level>', 'silent, error, warn (default), info or debug')
     .option('--log-bodies', 'log prompts at debug level (they may hold personal data)')
     .option('--process-metrics', "add Node's process metrics (heap, CPU, event loop) to /metrics")
+    .option(
+      '--advice',
+      'live advice: the fleet the planner recommends for the traffic seen (docs/gateway.md)',
+    )
+    .option(
+      '--advice-slo <targets>',
+      'advice SLO targets in seconds: ttft=S,tpot=S (turns advice on)',
+      adviceSlo,
+    )
+    .option(
+      '--advice-interval <seconds>',
+      'policy-clock seconds between recommendations (default 30)',
+      positiveNumber,
+    )
+    .option(
+      '--advice-window <seconds>',
+      'policy-clock seconds of traffic each recommendation sees (default 300)',
+      positiveNumber,
+    )
+    .option(
+      '--advice-headroom <x>',
+      'replicas = ceil(rate x headroom / capacity) (default 1.2)',
+      positiveNumber,
+    )
     .action((flags: ServeFlags) => serve(flags));
   addRegistryHelp(command, ['policies', 'presets']);
+}
+
+/** `ttft=S,tpot=S` as `preble plan --slo` reads it, named for this flag. */
+function adviceSlo(text: string): { ttft: number; tpot: number } {
+  try {
+    return parseSlo(text);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message.replace(/^--slo: /, ''));
+  }
 }
 
 /** The config file with the flags laid over it, validated as one (errors name the field). */
@@ -139,6 +178,14 @@ export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
   if (flags.maxQueue !== undefined) section('limits')['maxQueue'] = flags.maxQueue;
   if (flags.adminKeyEnv !== undefined) section('auth')['adminKeyEnv'] = flags.adminKeyEnv;
   if (flags.drain !== undefined) section('shutdown')['drainSeconds'] = flags.drain;
+  const adviceFlags = {
+    ...(flags.adviceSlo === undefined ? {} : { slo: flags.adviceSlo }),
+    ...(flags.adviceInterval === undefined ? {} : { intervalSeconds: flags.adviceInterval }),
+    ...(flags.adviceWindow === undefined ? {} : { windowSeconds: flags.adviceWindow }),
+    ...(flags.adviceHeadroom === undefined ? {} : { headroom: flags.adviceHeadroom }),
+  };
+  if (flags.advice === true || Object.keys(adviceFlags).length > 0)
+    Object.assign(section('advice'), adviceFlags);
   if (raw['port'] === undefined) throw new Error('--port: give a port (or port: in the config file)');
   const config = parseGatewayConfig(raw, flags.config ?? 'flags');
   if (config.replicas.length === 0)
@@ -162,6 +209,10 @@ async function serve(flags: ServeFlags): Promise<void> {
     import('../gateway/server.ts'),
   ]);
   const { loadLocalTokenizer } = await import('../text/tokenizer-mode.ts');
+  const [{ poolEvaluator }, { defaultCacheDir, directoryCache }] = await Promise.all([
+    import('../gateway/advice/advisor.ts'),
+    import('../search/cache.ts'),
+  ]);
   const costModel = costModelPreset(
     config.costModel,
     config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },
@@ -207,6 +258,17 @@ async function serve(flags: ServeFlags): Promise<void> {
     logBodies: config.logBodies,
     processMetrics: flags.processMetrics === true,
     ...(config.model === undefined ? {} : { model: config.model }),
+    ...(config.advice === undefined
+      ? {}
+      : {
+          advice: {
+            config: config.advice,
+            costModel: config.costModel,
+            seed: config.seed,
+            // Capacities are cached where `preble plan` keeps its own, so a restart measures nothing twice.
+            evaluate: poolEvaluator(directoryCache(defaultCacheDir())),
+          },
+        }),
   });
   const url = await gateway.listen(config.port, config.host).catch(async (error: unknown) => {
     await gateway.close();
