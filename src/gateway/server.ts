@@ -8,6 +8,7 @@ import type { PromptTokenizer } from '../text/prompt-tokenizer.ts';
 import { adminRoutes } from './admin.ts';
 import { Admission } from './admission.ts';
 import { Advisor, type Evaluator } from './advice/advisor.ts';
+import { FleetActor, type ReplicaLauncher } from './advice/actor.ts';
 import type { AdviceConfig } from './advice/config.ts';
 import { type ClientKey, KeyStore } from './auth.ts';
 import { BackendTokenizer } from './backend-tokenizer.ts';
@@ -91,6 +92,11 @@ export interface GatewayOptions {
     /** Capacities of tasks (tests); default: the search's pool on one thread. */
     readonly evaluate?: Evaluator;
   };
+  /**
+   * Starts replicas the gateway then owns (`preble serve --llama-replicas`; a test double in tests):
+   * `actor` adds them, acts on the advice with them when `advice.act`, and `close` stops them.
+   */
+  readonly launcher?: ReplicaLauncher;
 }
 
 export interface Gateway {
@@ -110,6 +116,8 @@ export interface Gateway {
   readonly advisor: Advisor | undefined;
   /** Compute the advice now (tests; the timer does it otherwise). */
   adviseNow(): Promise<void>;
+  /** The replicas this gateway started (with `launcher`); undefined without one. */
+  readonly actor: FleetActor | undefined;
   /** Stop accepting, let in-flight requests finish within the drain deadline, then close. */
   close(): Promise<void>;
 }
@@ -229,6 +237,23 @@ export function createGateway(options: GatewayOptions): Gateway {
       ? new BackendTokenizer(replicas, timeouts.connectSeconds + 5)
       : (options.tokenizer ?? charsTokenizer);
   const adviceOptions = options.advice;
+  const replicaAdmin = {
+    replicas,
+    defaultKvTokens: options.replicaKvTokens,
+    defaultModel: options.model,
+    discoverModels: () => discovery.runNow(),
+    // A fleet may be built one replica at a time: only a role the policy can never use is refused.
+    checkRoles: (roles: readonly ReplicaRole[]) => (disaggregated ? undefined : checkRoles(roles)),
+  };
+  const actor =
+    options.launcher === undefined
+      ? undefined
+      : new FleetActor({
+          launcher: options.launcher,
+          admin: replicaAdmin,
+          min: adviceOptions?.config.min ?? 1,
+          max: adviceOptions?.config.max ?? Number.POSITIVE_INFINITY,
+        });
   const advisor =
     adviceOptions === undefined
       ? undefined
@@ -245,6 +270,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           now,
           metrics,
           ...(adviceOptions.evaluate === undefined ? {} : { evaluate: adviceOptions.evaluate }),
+          ...(actor === undefined ? {} : { act: (advice) => actor.act(advice) }),
         });
   const ctx: ProxyContext = {
     advisor,
@@ -337,15 +363,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const adminKey = options.auth?.adminKey;
   if (adminKey !== undefined)
     adminRoutes(app, {
+      ...replicaAdmin,
       adminKey,
-      replicas,
       keys,
-      defaultKvTokens: options.replicaKvTokens,
-      defaultModel: options.model,
       now,
-      discoverModels: () => discovery.runNow(),
-      // A fleet may be built one replica at a time: only a role the policy can never use is refused.
-      checkRoles: (roles) => (disaggregated ? undefined : checkRoles(roles)),
       advice: () => advisor?.latest ?? (advisor === undefined ? 'off' : 'pending'),
     });
 
@@ -396,6 +417,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     discoverModelsNow: () => discovery.runNow(),
     advisor,
     adviseNow: () => adviser.runNow(),
+    actor,
     close() {
       closing ??= (async () => {
         clearInterval(tick);
@@ -422,6 +444,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         for (const sub of subscribers.values()) sub.close();
         subscribers.clear();
         await replicas.close();
+        // The replicas it started stop with it, whatever the way out.
+        await actor?.stopAll();
         await tokenizer.close?.();
       })();
       return closing;
