@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { GatewayConfig } from '../gateway/config.ts';
+import { isLlamaPreset, type LlamaPresetName } from '../real/gguf/presets.ts';
 import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
 import { parseSlo } from './plan.ts';
 import { addRegistryHelp } from './registry-help.ts';
@@ -33,6 +34,13 @@ interface ServeFlags {
   adviceInterval?: number;
   adviceWindow?: number;
   adviceHeadroom?: number;
+  adviceAct?: boolean;
+  llamaReplicas?: number;
+  llamaPreset?: string;
+  llamaModel?: string;
+  llamaSlots?: number;
+  llamaCtx?: number;
+  llamaThreads?: number;
 }
 
 export function registerServe(program: Command): void {
@@ -122,6 +130,20 @@ export function registerServe(program: Command): void {
       'replicas = ceil(rate x headroom / capacity) (default 1.2)',
       positiveNumber,
     )
+    .option(
+      '--advice-act',
+      'act on the advice: start or drain-then-stop the --llama-replicas this gateway started (never others)',
+    )
+    .option(
+      '--llama-replicas <n>',
+      'start N llama.cpp replicas (as preble replicas start) that this gateway owns and stops on exit',
+      positiveInt,
+    )
+    .option('--llama-preset <name>', 'their generated model size: tiny, small (default) or medium')
+    .option('--llama-model <file>', 'a GGUF model for them instead of a generated one')
+    .option('--llama-slots <n>', 'their concurrent sequences (-np; default 4)', positiveInt)
+    .option('--llama-ctx <tokens>', 'their KV context, shared by the slots (-c; default 8192)', positiveInt)
+    .option('--llama-threads <n>', 'their CPU threads (-t, -tb; default 1)', positiveInt)
     .action((flags: ServeFlags) => serve(flags));
   addRegistryHelp(command, ['policies', 'presets']);
 }
@@ -184,11 +206,16 @@ export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
     ...(flags.adviceWindow === undefined ? {} : { windowSeconds: flags.adviceWindow }),
     ...(flags.adviceHeadroom === undefined ? {} : { headroom: flags.adviceHeadroom }),
   };
+  if (flags.adviceAct === true) Object.assign(adviceFlags, { act: true });
   if (flags.advice === true || Object.keys(adviceFlags).length > 0)
     Object.assign(section('advice'), adviceFlags);
   if (raw['port'] === undefined) throw new Error('--port: give a port (or port: in the config file)');
   const config = parseGatewayConfig(raw, flags.config ?? 'flags');
-  if (config.replicas.length === 0)
+  if (flags.llamaPreset !== undefined && !isLlamaPreset(flags.llamaPreset))
+    throw new Error(`--llama-preset: expected tiny, small or medium, got '${flags.llamaPreset}'`);
+  if (config.advice?.act === true && flags.llamaReplicas === undefined)
+    throw new Error('advice.act: acts only on replicas this gateway started; give --llama-replicas N');
+  if (config.replicas.length === 0 && flags.llamaReplicas === undefined)
     throw new Error(
       'replicas: give at least one (--replica URL, --prefill URL and --decode URL, or replicas: in the config file)',
     );
@@ -239,7 +266,9 @@ async function serve(flags: ServeFlags): Promise<void> {
       config.tokenizer,
       config.tokenizerThreads === undefined ? {} : { threads: config.tokenizerThreads },
     )) ?? 'backend';
+  const launcher = flags.llamaReplicas === undefined ? undefined : await llamaReplicaLauncher(flags);
   const gateway = createGateway({
+    ...(launcher === undefined ? {} : { launcher }),
     createPolicy,
     replicas: normalizeReplicas(config),
     replicaKvTokens: costModel.kvCapacityTokens,
@@ -270,7 +299,15 @@ async function serve(flags: ServeFlags): Promise<void> {
           },
         }),
   });
-  const url = await gateway.listen(config.port, config.host).catch(async (error: unknown) => {
+  const url = await (async () => {
+    // Its own replicas first, one at a time; any failure closes the gateway, which stops them.
+    for (let i = 0; i < (flags.llamaReplicas ?? 0); i++) {
+      const handle = await launcher!.start('mixed');
+      await gateway.actor!.adopt('mixed', handle);
+      process.stderr.write(`preble serve: started llama.cpp replica ${handle.url}\n`);
+    }
+    return gateway.listen(config.port, config.host);
+  })().catch(async (error: unknown) => {
     await gateway.close();
     throw error;
   });
@@ -284,5 +321,32 @@ async function serve(flags: ServeFlags): Promise<void> {
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+  });
+}
+
+/** The launcher of `--llama-replicas`: the llama-server build and model `preble replicas start` uses. */
+async function llamaReplicaLauncher(flags: ServeFlags) {
+  const [{ existsSync }, { resolve }, { ensureLlamaServer }, { cachedModel }, { llamaLauncher }] =
+    await Promise.all([
+      import('node:fs'),
+      import('node:path'),
+      import('../real/llama-build.ts'),
+      import('../real/model-cache.ts'),
+      import('../gateway/advice/llama-launcher.ts'),
+    ]);
+  const progress = (line: string) => process.stderr.write(`preble serve: ${line}\n`);
+  let model: string;
+  if (flags.llamaModel !== undefined) {
+    model = resolve(flags.llamaModel);
+    if (!existsSync(model)) throw new Error(`--llama-model: no such file: ${model}`);
+  } else model = await cachedModel((flags.llamaPreset ?? 'small') as LlamaPresetName, 0, progress);
+  const binary = await ensureLlamaServer({ onProgress: progress });
+  return llamaLauncher({
+    binary,
+    model,
+    slots: flags.llamaSlots ?? 4,
+    ctx: flags.llamaCtx ?? 8192,
+    threads: flags.llamaThreads ?? 1,
+    cacheRamMiB: 0,
   });
 }

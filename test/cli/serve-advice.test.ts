@@ -25,6 +25,12 @@ test('--advice flags fill the advice section over the defaults', async () => {
   });
   // --advice alone still needs its targets.
   await assert.rejects(serveConfig({ ...base, advice: true }), /^Error: flags: advice\.slo: /);
+  // Acting needs replicas of its own; a llama fleet needs no --replica.
+  const slo = { ttft: 2, tpot: 0.1 };
+  await assert.rejects(serveConfig({ ...base, adviceSlo: slo, adviceAct: true }), /--llama-replicas/);
+  await assert.rejects(serveConfig({ ...base, llamaReplicas: 1, llamaPreset: 'huge' }), /--llama-preset/);
+  const own = await serveConfig({ ...base, replica: [], adviceSlo: slo, adviceAct: true, llamaReplicas: 2 });
+  assert.equal(own.advice?.act, true);
 });
 
 test('bad --advice flags are refused with one line', async () => {

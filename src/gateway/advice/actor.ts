@@ -93,7 +93,9 @@ export class FleetActor {
       const times = (this.differing.get(role) ?? 0) + 1;
       if (times < 2) {
         this.differing.set(role, times);
-        notes.push(`${role}: advice differs from the fleet (${owned} -> ${target}), waiting one more interval`);
+        notes.push(
+          `${role}: advice differs from the fleet (${owned} -> ${target}), waiting one more interval`,
+        );
         continue;
       }
       this.differing.delete(role);
