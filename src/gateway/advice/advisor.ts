@@ -50,7 +50,10 @@ export interface Advice extends Omit<Observed, 'models'> {
   readonly total: Readonly<Partial<Record<ReplicaRole, number | undefined>>>;
   readonly headroom: number;
   readonly evaluationSeconds: number;
-  acted?: ActRecord;
+  /** Wall-clock time of the advice (`at` is the policy's clock). */
+  readonly time: string;
+  /** What the actor did with it; null when acting is off. */
+  acted: ActRecord | null;
 }
 
 export interface AdvisorOptions {
@@ -145,11 +148,12 @@ export class Advisor {
       total,
       headroom: config.headroom,
       evaluationSeconds: (performance.now() - started) / 1000,
+      time: new Date().toISOString(),
+      acted: null,
     };
     if (metrics !== undefined) publish(metrics, advice);
     if (config.act && this.options.act !== undefined) {
-      const record = await this.options.act(advice);
-      if (record !== undefined) advice.acted = record;
+      advice.acted = (await this.options.act(advice)) ?? null;
     }
     this.current = advice;
     return advice;
