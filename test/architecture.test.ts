@@ -15,7 +15,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   real: ['core', 'util'],
   sim: ['core', 'engine', 'runtime', 'workloads', 'report'],
   emulator: ['core', 'engine', 'runtime', 'text', 'util'],
-  gateway: ['core', 'text', 'util'],
+  gateway: ['core', 'text', 'util', 'search', 'workloads'],
   search: ['core', 'sim', 'workloads', 'report'],
   experiments: ['core', 'sim', 'search', 'workloads', 'report'],
   bench: ['core', 'gateway', 'workloads', 'text', 'report', 'util'],

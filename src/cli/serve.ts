@@ -326,13 +326,13 @@ async function serve(flags: ServeFlags): Promise<void> {
 
 /** The launcher of `--llama-replicas`: the llama-server build and model `preble replicas start` uses. */
 async function llamaReplicaLauncher(flags: ServeFlags) {
-  const [{ existsSync }, { resolve }, { ensureLlamaServer }, { cachedModel }, { llamaLauncher }] =
+  const [{ existsSync }, { resolve }, { ensureLlamaServer }, { cachedModel }, { startOne, urlOf }] =
     await Promise.all([
       import('node:fs'),
       import('node:path'),
       import('../real/llama-build.ts'),
       import('../real/model-cache.ts'),
-      import('../gateway/advice/llama-launcher.ts'),
+      import('../real/replicas.ts'),
     ]);
   const progress = (line: string) => process.stderr.write(`preble serve: ${line}\n`);
   let model: string;
@@ -341,12 +341,25 @@ async function llamaReplicaLauncher(flags: ServeFlags) {
     if (!existsSync(model)) throw new Error(`--llama-model: no such file: ${model}`);
   } else model = await cachedModel((flags.llamaPreset ?? 'small') as LlamaPresetName, 0, progress);
   const binary = await ensureLlamaServer({ onProgress: progress });
-  return llamaLauncher({
+  const options = {
     binary,
     model,
+    count: 1,
     slots: flags.llamaSlots ?? 4,
     ctx: flags.llamaCtx ?? 8192,
     threads: flags.llamaThreads ?? 1,
     cacheRamMiB: 0,
-  });
+  };
+  let index = 0;
+  // Each start is one llama-server on a free port (as `preble replicas start`), stopped by its PID.
+  // Mixed only: prefill and decode llama.cpp replicas need a shared slot directory.
+  const launcher: import('../gateway/advice/actor.ts').ReplicaLauncher = {
+    dialect: 'llamacpp',
+    roles: ['mixed'],
+    async start() {
+      const { proc, port } = await startOne(options, index++, undefined);
+      return { url: urlOf('127.0.0.1', port), stop: () => proc.stop(5000) };
+    },
+  };
+  return launcher;
 }
