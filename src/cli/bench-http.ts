@@ -41,7 +41,7 @@ async function benchHttp(flags: BenchHttpFlags): Promise<void> {
     import('../bench/http-load.ts'),
     import('../demo/render.ts'),
     import('../report/stats.ts'),
-    import('./workload-stream.ts'),
+    import('../workloads/request-stream.ts'),
   ]);
   new URL(flags.url); // a bad URL fails here with one line
   const stream = workloadStream(flags.workload, {

@@ -4,12 +4,14 @@ import { watchParent } from '../util/child-group.ts';
 import { registerBenchGateway } from './bench-gateway.ts';
 import { registerBenchHttp } from './bench-http.ts';
 import { registerBenchMemory } from './bench-memory.ts';
+import { registerBenchPlan } from './bench-plan.ts';
 import { registerBenchScheduler } from './bench-scheduler.ts';
 import { registerBenchSim } from './bench-sim.ts';
 import { registerBenchSoak } from './bench-soak.ts';
 import { registerDemo } from './demo.ts';
 import { registerEngine } from './engine.ts';
 import { registerExperiment } from './experiment.ts';
+import { registerPlan } from './plan.ts';
 import { registerReplicas } from './replicas.ts';
 import { registerServe } from './serve.ts';
 import { registerSim } from './sim.ts';
@@ -35,12 +37,14 @@ function buildProgram(): Command {
   registerBenchHttp(bench);
   registerBenchGateway(bench);
   registerBenchSoak(bench);
+  registerBenchPlan(bench);
   registerSim(program);
   registerExperiment(program);
   registerServe(program);
   registerEngine(program);
   registerDemo(program);
   registerReplicas(program);
+  registerPlan(program);
   return program;
 }
 

@@ -9,15 +9,15 @@ export interface Progress {
 
 /**
  * A progress bar on stderr for long runs; silent when stderr is not a terminal (logs, CI, pipes).
- * `label` names what is being done (default: simulating).
+ * `label` names what is being done (default: simulating), `unit` what is counted (default: requests).
  */
-export function createProgress(total: number, label = 'simulating'): Progress {
+export function createProgress(total: number, label = 'simulating', unit = 'requests'): Progress {
   let value = 0;
   const bar = process.stderr.isTTY
     ? new cliProgress.SingleBar(
         {
           stream: process.stderr,
-          format: `${label} [{bar}] {value}/{total} requests | {eta_formatted} left`,
+          format: `${label} [{bar}] {value}/{total} ${unit} | {eta_formatted} left`,
           hideCursor: true,
         },
         cliProgress.Presets.shades_classic,

@@ -2,16 +2,18 @@ import type { Command } from 'commander';
 import { describeCostModelPresets } from '../core/cost-model/presets.ts';
 import { describeLengthPredictors } from '../core/length/registry.ts';
 import { describeGlobalPolicies } from '../core/policies/registry.ts';
+import { describeProvisioners } from '../core/provisioning/registry.ts';
 import { describeQueuePolicies } from '../core/replica-queue/registry.ts';
 import { describeWorkloads } from '../workloads/registry.ts';
 
-type Registry = 'policies' | 'queuePolicies' | 'presets' | 'workloads' | 'predictors';
+type Registry = 'policies' | 'provisioners' | 'queuePolicies' | 'presets' | 'workloads' | 'predictors';
 
 const SECTIONS: Record<Registry, { title: string; lines: () => string[] }> = {
   policies: {
     title: 'Global policies, with their options and defaults',
     lines: describeGlobalPolicies,
   },
+  provisioners: { title: 'Provisioners (--provisioner), with their options', lines: describeProvisioners },
   queuePolicies: { title: 'Replica queue policies', lines: describeQueuePolicies },
   presets: { title: 'Cost-model presets', lines: describeCostModelPresets },
   workloads: { title: 'Workloads', lines: describeWorkloads },

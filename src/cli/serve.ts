@@ -1,6 +1,8 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import type { GatewayConfig } from '../gateway/config.ts';
-import { nonNegativeInt, nonNegativeNumber, positiveInt } from './parse.ts';
+import { isLlamaPreset, type LlamaPresetName } from '../real/gguf/presets.ts';
+import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
+import { parseSlo } from './plan.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 /** Flags override the config file; none has a default here, so the schema's defaults apply once. */
@@ -27,6 +29,18 @@ interface ServeFlags {
   logLevel?: string;
   logBodies?: boolean;
   processMetrics?: boolean;
+  advice?: boolean;
+  adviceSlo?: { ttft: number; tpot: number };
+  adviceInterval?: number;
+  adviceWindow?: number;
+  adviceHeadroom?: number;
+  adviceAct?: boolean;
+  llamaReplicas?: number;
+  llamaPreset?: string;
+  llamaModel?: string;
+  llamaSlots?: number;
+  llamaCtx?: number;
+  llamaThreads?: number;
 }
 
 export function registerServe(program: Command): void {
@@ -92,8 +106,55 @@ export function registerServe(program: Command): void {
     .option('--log-level <level>', 'silent, error, warn (default), info or debug')
     .option('--log-bodies', 'log prompts at debug level (they may hold personal data)')
     .option('--process-metrics', "add Node's process metrics (heap, CPU, event loop) to /metrics")
+    .option(
+      '--advice',
+      'live advice: the fleet the planner recommends for the traffic seen (docs/gateway.md)',
+    )
+    .option(
+      '--advice-slo <targets>',
+      'advice SLO targets in seconds: ttft=S,tpot=S (turns advice on)',
+      adviceSlo,
+    )
+    .option(
+      '--advice-interval <seconds>',
+      'policy-clock seconds between recommendations (default 30)',
+      positiveNumber,
+    )
+    .option(
+      '--advice-window <seconds>',
+      'policy-clock seconds of traffic each recommendation sees (default 300)',
+      positiveNumber,
+    )
+    .option(
+      '--advice-headroom <x>',
+      'replicas = ceil(rate x headroom / capacity) (default 1.2)',
+      positiveNumber,
+    )
+    .option(
+      '--advice-act',
+      'act on the advice: start or drain-then-stop the --llama-replicas this gateway started (never others)',
+    )
+    .option(
+      '--llama-replicas <n>',
+      'start N llama.cpp replicas (as preble replicas start) that this gateway owns and stops on exit',
+      positiveInt,
+    )
+    .option('--llama-preset <name>', 'their generated model size: tiny, small (default) or medium')
+    .option('--llama-model <file>', 'a GGUF model for them instead of a generated one')
+    .option('--llama-slots <n>', 'their concurrent sequences (-np; default 4)', positiveInt)
+    .option('--llama-ctx <tokens>', 'their KV context, shared by the slots (-c; default 8192)', positiveInt)
+    .option('--llama-threads <n>', 'their CPU threads (-t, -tb; default 1)', positiveInt)
     .action((flags: ServeFlags) => serve(flags));
   addRegistryHelp(command, ['policies', 'presets']);
+}
+
+/** `ttft=S,tpot=S` as `preble plan --slo` reads it, named for this flag. */
+function adviceSlo(text: string): { ttft: number; tpot: number } {
+  try {
+    return parseSlo(text);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message.replace(/^--slo: /, ''));
+  }
 }
 
 /** The config file with the flags laid over it, validated as one (errors name the field). */
@@ -139,9 +200,22 @@ export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
   if (flags.maxQueue !== undefined) section('limits')['maxQueue'] = flags.maxQueue;
   if (flags.adminKeyEnv !== undefined) section('auth')['adminKeyEnv'] = flags.adminKeyEnv;
   if (flags.drain !== undefined) section('shutdown')['drainSeconds'] = flags.drain;
+  const adviceFlags = {
+    ...(flags.adviceSlo === undefined ? {} : { slo: flags.adviceSlo }),
+    ...(flags.adviceInterval === undefined ? {} : { intervalSeconds: flags.adviceInterval }),
+    ...(flags.adviceWindow === undefined ? {} : { windowSeconds: flags.adviceWindow }),
+    ...(flags.adviceHeadroom === undefined ? {} : { headroom: flags.adviceHeadroom }),
+  };
+  if (flags.adviceAct === true) Object.assign(adviceFlags, { act: true });
+  if (flags.advice === true || Object.keys(adviceFlags).length > 0)
+    Object.assign(section('advice'), adviceFlags);
   if (raw['port'] === undefined) throw new Error('--port: give a port (or port: in the config file)');
   const config = parseGatewayConfig(raw, flags.config ?? 'flags');
-  if (config.replicas.length === 0)
+  if (flags.llamaPreset !== undefined && !isLlamaPreset(flags.llamaPreset))
+    throw new Error(`--llama-preset: expected tiny, small or medium, got '${flags.llamaPreset}'`);
+  if (config.advice?.act === true && flags.llamaReplicas === undefined)
+    throw new Error('advice.act: acts only on replicas this gateway started; give --llama-replicas N');
+  if (config.replicas.length === 0 && flags.llamaReplicas === undefined)
     throw new Error(
       'replicas: give at least one (--replica URL, --prefill URL and --decode URL, or replicas: in the config file)',
     );
@@ -162,6 +236,10 @@ async function serve(flags: ServeFlags): Promise<void> {
     import('../gateway/server.ts'),
   ]);
   const { loadLocalTokenizer } = await import('../text/tokenizer-mode.ts');
+  const [{ poolEvaluator }, { defaultCacheDir, directoryCache }] = await Promise.all([
+    import('../gateway/advice/advisor.ts'),
+    import('../search/cache.ts'),
+  ]);
   const costModel = costModelPreset(
     config.costModel,
     config.kvTokens === undefined ? {} : { kvCapacityTokens: config.kvTokens },
@@ -188,7 +266,9 @@ async function serve(flags: ServeFlags): Promise<void> {
       config.tokenizer,
       config.tokenizerThreads === undefined ? {} : { threads: config.tokenizerThreads },
     )) ?? 'backend';
+  const launcher = flags.llamaReplicas === undefined ? undefined : await llamaReplicaLauncher(flags);
   const gateway = createGateway({
+    ...(launcher === undefined ? {} : { launcher }),
     createPolicy,
     replicas: normalizeReplicas(config),
     replicaKvTokens: costModel.kvCapacityTokens,
@@ -207,8 +287,27 @@ async function serve(flags: ServeFlags): Promise<void> {
     logBodies: config.logBodies,
     processMetrics: flags.processMetrics === true,
     ...(config.model === undefined ? {} : { model: config.model }),
+    ...(config.advice === undefined
+      ? {}
+      : {
+          advice: {
+            config: config.advice,
+            costModel: config.costModel,
+            seed: config.seed,
+            // Capacities are cached where `preble plan` keeps its own, so a restart measures nothing twice.
+            evaluate: poolEvaluator(directoryCache(defaultCacheDir())),
+          },
+        }),
   });
-  const url = await gateway.listen(config.port, config.host).catch(async (error: unknown) => {
+  const url = await (async () => {
+    // Its own replicas first, one at a time; any failure closes the gateway, which stops them.
+    for (let i = 0; i < (flags.llamaReplicas ?? 0); i++) {
+      const handle = await launcher!.start('mixed');
+      await gateway.actor!.adopt('mixed', handle);
+      process.stderr.write(`preble serve: started llama.cpp replica ${handle.url}\n`);
+    }
+    return gateway.listen(config.port, config.host);
+  })().catch(async (error: unknown) => {
     await gateway.close();
     throw error;
   });
@@ -223,4 +322,44 @@ async function serve(flags: ServeFlags): Promise<void> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+}
+
+/** The launcher of `--llama-replicas`: the llama-server build and model `preble replicas start` uses. */
+async function llamaReplicaLauncher(flags: ServeFlags) {
+  const [{ existsSync }, { resolve }, { ensureLlamaServer }, { cachedModel }, { startOne, urlOf }] =
+    await Promise.all([
+      import('node:fs'),
+      import('node:path'),
+      import('../real/llama-build.ts'),
+      import('../real/model-cache.ts'),
+      import('../real/replicas.ts'),
+    ]);
+  const progress = (line: string) => process.stderr.write(`preble serve: ${line}\n`);
+  let model: string;
+  if (flags.llamaModel !== undefined) {
+    model = resolve(flags.llamaModel);
+    if (!existsSync(model)) throw new Error(`--llama-model: no such file: ${model}`);
+  } else model = await cachedModel((flags.llamaPreset ?? 'small') as LlamaPresetName, 0, progress);
+  const binary = await ensureLlamaServer({ onProgress: progress });
+  const options = {
+    binary,
+    model,
+    count: 1,
+    slots: flags.llamaSlots ?? 4,
+    ctx: flags.llamaCtx ?? 8192,
+    threads: flags.llamaThreads ?? 1,
+    cacheRamMiB: 0,
+  };
+  let index = 0;
+  // Each start is one llama-server on a free port (as `preble replicas start`), stopped by its PID.
+  // Mixed only: prefill and decode llama.cpp replicas need a shared slot directory.
+  const launcher: import('../gateway/advice/actor.ts').ReplicaLauncher = {
+    dialect: 'llamacpp',
+    roles: ['mixed'],
+    async start() {
+      const { proc, port } = await startOne(options, index++, undefined);
+      return { url: urlOf('127.0.0.1', port), stop: () => proc.stop(5000) };
+    },
+  };
+  return launcher;
 }

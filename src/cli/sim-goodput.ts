@@ -1,6 +1,6 @@
 import { fleetGpuCount, perGpu } from '../core/fleet/cost.ts';
 import { fixed, textTable } from '../report/text-table.ts';
-import { type GoodputProbe, goodput } from '../sim/metrics/goodput.ts';
+import { type GoodputProbe, goodput } from '../search/goodput.ts';
 import { runSimulation, type SimSpec } from '../sim/run.ts';
 
 /** `preble sim --goodput` for one policy: the search's answer and every rate it ran. */

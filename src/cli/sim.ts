@@ -24,6 +24,8 @@ interface SimFlags {
   hostKvTokens?: number;
   fleet?: string;
   fleetAction: string[];
+  provisioner?: string;
+  startupSeconds: number;
   sloTtft?: number;
   sloTpot?: number;
   goodput?: number;
@@ -53,6 +55,16 @@ export function registerSim(program: Command): void {
       'a fleet change at run time: at=SECONDS with add=COUNTS (1P, 2D: --fleet shorthand), drain=ID, remove=ID or role=ID:ROLE, e.g. at=60,add=1P (repeatable; docs/fleets.md)',
       collect,
       [],
+    )
+    .option(
+      '--provisioner <name[:opts]>',
+      'size the fleet at run time (listed below), e.g. aladdin or aladdin:heartbeatSeconds=5,role=decode (docs/provisioning.md)',
+    )
+    .option(
+      '--startup-seconds <s>',
+      "with --provisioner: seconds from a worker's add to its readiness (paid for from the add)",
+      nonNegativeNumber,
+      30,
     )
     .option('--requests <n>', 'requests per run', positiveInt, 2000)
     .option('--policy <list>', "global policy, a comma list, or 'all' (listed below)", 'e2')
@@ -91,7 +103,14 @@ export function registerSim(program: Command): void {
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
-  addRegistryHelp(command, ['policies', 'queuePolicies', 'presets', 'workloads', 'predictors']);
+  addRegistryHelp(command, [
+    'policies',
+    'provisioners',
+    'queuePolicies',
+    'presets',
+    'workloads',
+    'predictors',
+  ]);
 }
 
 function share(value: string): number {
@@ -139,7 +158,7 @@ async function sim(flags: SimFlags): Promise<void> {
     import('./progress.ts'),
     import('./sim-output.ts'),
     import('./sim-table.ts'),
-    import('./workload-stream.ts'),
+    import('../workloads/request-stream.ts'),
   ]);
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
@@ -170,6 +189,13 @@ async function sim(flags: SimFlags): Promise<void> {
       : await import('./fleet-action.ts').then(({ parseFleetAction }) =>
           flags.fleetAction.flatMap((value) => parseFleetAction(value, flags.model)),
         );
+  const provisioner =
+    flags.provisioner === undefined
+      ? undefined
+      : {
+          choice: (await import('../core/provisioning/registry.ts')).parseProvisioner(flags.provisioner),
+          startupSeconds: flags.startupSeconds,
+        };
   // The workload's working set scales with the cluster (docs/design.md, "Workloads").
   const instances = fleet === undefined ? flags.instances : fleet.instances.length;
   const specFor = (policy: string, rps: number, requests: () => Iterable<WorkloadRequest>): SimSpec => {
@@ -181,6 +207,7 @@ async function sim(flags: SimFlags): Promise<void> {
       instances: flags.instances,
       ...(fleet === undefined ? {} : fleetRun(fleet, flags.kvTokens)),
       ...(fleetActions === undefined ? {} : { fleetActions }),
+      ...(provisioner === undefined ? {} : { provisioner }),
       rps,
       costModel,
       requests,

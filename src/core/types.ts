@@ -28,6 +28,11 @@ export interface RouteRequest {
    * draining for this decision only; if nothing else is left, `route` throws NoInstanceAvailableError.
    */
   readonly avoid?: readonly InstanceId[];
+  /**
+   * This request's own SLO in seconds (first token; time per output token, read by Aladdin as its
+   * ATGT), when it has one; SLO-aware policies (aladdin) otherwise use the run's.
+   */
+  readonly slo?: { readonly ttft: number; readonly tpot: number };
 }
 
 /**
@@ -202,6 +207,11 @@ export interface GlobalPolicy {
   migrations?(now: number): readonly MigrationRequest[];
   /** A migration ended; on `done`, the request is counted against `to` from now on (BasePolicy moves it). */
   migrationEnded?(id: string, from: InstanceId, to: InstanceId, outcome: MigrationOutcome, now: number): void;
+  /**
+   * How many workers the policy's own packing uses now, counting those it would open (Aladdin's best
+   * fit): what a Provisioner (src/core/provisioning) sizes the fleet from. Absent: it does not say.
+   */
+  workersWanted?(now: number): number;
   /** Fresh load signals for one instance (polled metrics). Policies that do not need them ignore it. */
   loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void;
   /** Periodic background work: window expiry, rebalancing, prefix replication. */

@@ -4,7 +4,7 @@ import { buildFleet, type Fleet } from '../core/fleet/fleet.ts';
 import type { LinkClass } from '../core/fleet/kv-link.ts';
 import { parseFleetConfig } from '../core/fleet/spec.ts';
 import { fixed } from '../report/text-table.ts';
-import { type GoodputResult, goodput } from '../sim/metrics/goodput.ts';
+import { type GoodputResult, goodput } from '../search/goodput.ts';
 import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';

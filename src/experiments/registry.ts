@@ -1,4 +1,5 @@
 import { ablation } from './ablation.ts';
+import { aladdin } from './aladdin.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
 import { policies } from './policies.ts';
@@ -8,6 +9,7 @@ import { schedulers } from './schedulers.ts';
 import { splitwise } from './splitwise.ts';
 import { tetriinfer } from './tetriinfer.ts';
 import type { Experiment } from './types.ts';
+import { vidurSearch } from './vidur-search.ts';
 
 export const experiments: readonly Experiment[] = [
   prebleE2e,
@@ -17,8 +19,10 @@ export const experiments: readonly Experiment[] = [
   distserve,
   splitwise,
   prefixDisagg,
+  vidurSearch,
   schedulers,
   tetriinfer,
+  aladdin,
 ];
 
 export function findExperiment(name: string): Experiment {

@@ -117,6 +117,7 @@ export function renderReport(
     lines.push('');
   }
   lines.push(experiment.discuss(results));
+  plots.push(...(experiment.plots?.(results) ?? []));
   return { markdown: `${lines.join('\n')}\n`, plots };
 }
 

@@ -8,7 +8,7 @@ import { parseFleetShorthand } from '../core/fleet/shorthand.ts';
 import { Random } from '../core/random.ts';
 import { type Percentiles, percentiles } from '../report/stats.ts';
 import { fixed } from '../report/text-table.ts';
-import { highestPassingRate } from '../sim/metrics/goodput.ts';
+import { highestPassingRate } from '../search/capacity.ts';
 import type { SimRecord } from '../sim/record.ts';
 import { fleetRun, runSimulation, type SimSpec } from '../sim/run.ts';
 import { PoissonArrivals } from '../workloads/arrivals.ts';

@@ -1,4 +1,5 @@
 import type { SimReport, SimSpec } from '../sim/run.ts';
+import type { PlotRequest } from './report.ts';
 
 /** One simulation of an experiment, and where it belongs in the report. */
 export interface Cell {
@@ -64,4 +65,6 @@ export interface Experiment {
   discuss(results: readonly CellResult[]): string;
   /** The claims record, computed from the cells' results (and any search the experiment runs on them). */
   claims?(results: readonly CellResult[]): Claim[];
+  /** Plots of its own beyond the per-panel ones (rendered beside them; `discuss` refers to them). */
+  plots?(results: readonly CellResult[]): PlotRequest[];
 }

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { firstIssue } from '../util/zod-issue.ts';
+import type { Advice } from './advice/advisor.ts';
 import { bearerToken, isAdminKey, type KeyStore } from './auth.ts';
-import { type ReplicaRole, replicaSchema } from './config.ts';
+import { type ReplicaConfig, type ReplicaRole, replicaSchema } from './config.ts';
 import { sendError } from './errors.ts';
 import type { Replica, ReplicaSet } from './replicas.ts';
 
@@ -18,6 +19,8 @@ export interface AdminContext {
   readonly discoverModels: () => Promise<void>;
   /** Why a fleet with these roles could never run under the policy (a role it cannot use); undefined: fine. */
   readonly checkRoles: (roles: readonly ReplicaRole[]) => string | undefined;
+  /** Live advice: the latest, 'pending' before the first, 'off' when not configured. */
+  readonly advice?: () => Advice | 'pending' | 'off';
 }
 
 const newKey = z
@@ -93,28 +96,17 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
       admin.post('/replicas', async (request, reply) => {
         const parsed = replicaSchema.safeParse(request.body);
         if (!parsed.success) return badBody(reply, parsed.error);
-        const { url, dialect, role, kvTokens, model, kvEvents } = parsed.data;
-        const problem = ctx.checkRoles([...ctx.replicas.present().map((r) => r.role), role]);
-        if (problem !== undefined)
-          return sendError(reply, 400, problem, 'invalid_request_error', 'invalid_role', 'role');
-        if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
+        const added = await addReplica(ctx, parsed.data);
+        if (!added.ok)
           return sendError(
             reply,
-            409,
-            `replica ${url} is already present`,
+            added.status,
+            added.message,
             'invalid_request_error',
-            'conflict',
+            added.code,
+            added.status === 400 ? 'role' : null,
           );
-        const r = ctx.replicas.add({
-          url,
-          dialect,
-          role,
-          kvTokens: kvTokens ?? ctx.defaultKvTokens,
-          model: model ?? ctx.defaultModel,
-          kvEvents,
-        });
-        if (r.configuredModel === undefined) await ctx.discoverModels();
-        return reply.code(201).send(describeReplica(r, ctx.now()));
+        return reply.code(201).send(describeReplica(added.replica, ctx.now()));
       });
       admin.post('/replicas/:id/drain', async (request, reply) => {
         const r = replicaOf(request, reply);
@@ -134,6 +126,18 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
         // In-flight requests finish; the pool closes after them.
         void ctx.replicas.remove(r);
         return describeReplica(r, ctx.now());
+      });
+      admin.get('/advice', async (_request, reply) => {
+        const advice = ctx.advice?.() ?? 'off';
+        if (advice === 'off')
+          return sendError(
+            reply,
+            404,
+            'live advice is off (advice: in the config, or --advice)',
+            'invalid_request_error',
+            'not_found',
+          );
+        return advice === 'pending' ? { status: 'pending' } : { status: 'ready', ...advice };
       });
       admin.get('/keys', async () => ({ keys: ctx.keys.names() }));
       admin.post('/keys', async (request, reply) => {
@@ -155,6 +159,35 @@ export function adminRoutes(app: FastifyInstance, ctx: AdminContext): void {
     },
     { prefix: '/admin' },
   );
+}
+
+/** What adding a replica needs: the admin API's and the live advice actor's (advice/actor.ts) one way in. */
+export type ReplicaAdding = Pick<
+  AdminContext,
+  'replicas' | 'checkRoles' | 'defaultKvTokens' | 'defaultModel' | 'discoverModels'
+>;
+
+export type AddOutcome =
+  | { readonly ok: true; readonly replica: Replica }
+  | { readonly ok: false; readonly status: 400 | 409; readonly message: string; readonly code: string };
+
+/** Add a replica as POST /admin/replicas does: roles the policy can use, no URL twice. */
+export async function addReplica(ctx: ReplicaAdding, data: ReplicaConfig): Promise<AddOutcome> {
+  const { url, dialect, role, kvTokens, model, kvEvents } = data;
+  const problem = ctx.checkRoles([...ctx.replicas.present().map((r) => r.role), role]);
+  if (problem !== undefined) return { ok: false, status: 400, message: problem, code: 'invalid_role' };
+  if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
+    return { ok: false, status: 409, message: `replica ${url} is already present`, code: 'conflict' };
+  const replica = ctx.replicas.add({
+    url,
+    dialect,
+    role,
+    kvTokens: kvTokens ?? ctx.defaultKvTokens,
+    model: model ?? ctx.defaultModel,
+    kvEvents,
+  });
+  if (replica.configuredModel === undefined) await ctx.discoverModels();
+  return { ok: true, replica };
 }
 
 function badBody(reply: FastifyReply, error: z.ZodError): FastifyReply {

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { checkPolicyOptions, isDisaggregatedPolicyName } from '../core/policies/registry.ts';
 import { firstIssue } from '../util/zod-issue.ts';
+import { adviceSchema } from './advice/config.ts';
 
 /** The request shapes and metric names of the engines the gateway can stand in front of. */
 export const dialectNames = ['preble', 'vllm', 'sglang', 'llamacpp'] as const;
@@ -140,6 +141,8 @@ export const gatewayConfigSchema = z
     logLevel: z.enum(['silent', 'error', 'warn', 'info', 'debug']).default('warn'),
     /** Log prompts and completions (debug only: they may hold personal data). */
     logBodies: z.boolean().default(false),
+    /** Live advice: the fleet the planner recommends for the traffic seen (advice/config.ts); absent: off. */
+    advice: adviceSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

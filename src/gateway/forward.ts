@@ -28,6 +28,8 @@ export interface ForwardContext {
   /** Gateway seconds per wall-clock second (the replicas' `--time-scale`); engines report wall-clock times. */
   readonly timeScale: number;
   readonly timeouts: Timeouts;
+  /** Live advice: told of every finished request (advice/advisor.ts); absent: advice is off. */
+  readonly advisor?: { finished(model: string, counts: FinishCounts, at: number): void } | undefined;
 }
 
 /** One try of a request on one replica, as the policy routed it. */
@@ -109,6 +111,7 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
     }
     const { counts } = finish;
     feedback.finished(now, finish.report, counts);
+    ctx.advisor?.finished(a.body.model, counts, now);
     ctx.metrics.latency.observe(now - a.arrival);
     ctx.metrics.promptTokens.inc({ replica: label }, counts.promptTokens);
     ctx.metrics.cachedTokens.inc({ replica: label }, counts.cachedTokens);

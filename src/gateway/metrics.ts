@@ -115,4 +115,22 @@ export class GatewayMetrics {
     labelNames: ['leg'] as const,
     registers: [this.registry],
   });
+  readonly adviceReplicas = new Gauge({
+    name: 'preble_advice_replicas',
+    help: 'Live advice: replicas the planner recommends for the traffic seen, by model and role (docs/gateway.md, Live advice)',
+    labelNames: ['model', 'role'] as const,
+    registers: [this.registry],
+  });
+  readonly adviceArrivalRate = new Gauge({
+    name: 'preble_advice_arrival_rate',
+    help: "Live advice: arrivals per second over the advice window, by model (the policy's clock)",
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly adviceCapacity = new Gauge({
+    name: 'preble_advice_capacity_rps',
+    help: 'Live advice: simulated capacity of one replica of the cost model under the advice SLOs, by model and role',
+    labelNames: ['model', 'role'] as const,
+    registers: [this.registry],
+  });
 }

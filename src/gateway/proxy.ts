@@ -26,6 +26,7 @@ export interface ProxyContext extends ForwardContext {
   readonly cancels: Set<AbortController>;
   /** Logs prompts at debug level; off unless configured (prompts may hold personal data). */
   readonly logBodies: boolean;
+  readonly advisor?: (ForwardContext['advisor'] & { arrived(model: string, at: number): void }) | undefined;
 }
 
 /** The client went away: stop its upstream work, say nothing. */
@@ -143,6 +144,7 @@ async function attempts(
   cancel: AbortSignal,
 ) {
   const base = `gw-${++sequence}`;
+  ctx.advisor?.arrived(body.model, arrival);
   const avoid: number[] = [];
   let last: Extract<AttemptOutcome, { kind: 'retryable' }> | undefined;
   for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {

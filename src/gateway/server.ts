@@ -7,6 +7,9 @@ import { charsTokenizer } from '../text/chars-tokenizer.ts';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.ts';
 import { adminRoutes } from './admin.ts';
 import { Admission } from './admission.ts';
+import { FleetActor, type ReplicaLauncher } from './advice/actor.ts';
+import { Advisor, type Evaluator } from './advice/advisor.ts';
+import type { AdviceConfig } from './advice/config.ts';
 import { type ClientKey, KeyStore } from './auth.ts';
 import { BackendTokenizer } from './backend-tokenizer.ts';
 import {
@@ -77,6 +80,23 @@ export interface GatewayOptions {
   readonly logBodies?: boolean;
   /** Add Node's process metrics (heap, CPU, event-loop lag) to /metrics: once per process, so off by default. */
   readonly processMetrics?: boolean;
+  /** Live advice (docs/gateway.md): the fleet the planner recommends for the traffic seen; absent: off. */
+  readonly advice?: {
+    readonly config: AdviceConfig;
+    /** Cost-model preset of the replicas, whose capacity is measured. */
+    readonly costModel: string;
+    readonly seed?: number;
+    /** Requests per simulated run, at least (default 200), and seconds of arrivals per run (search default). */
+    readonly requests?: number;
+    readonly minSeconds?: number;
+    /** Capacities of tasks (tests); default: the search's pool on one thread. */
+    readonly evaluate?: Evaluator;
+  };
+  /**
+   * Starts replicas the gateway then owns (`preble serve --llama-replicas`; a test double in tests):
+   * `actor` adds them, acts on the advice with them when `advice.act`, and `close` stops them.
+   */
+  readonly launcher?: ReplicaLauncher;
 }
 
 export interface Gateway {
@@ -92,6 +112,12 @@ export interface Gateway {
   discoverModelsNow(): Promise<void>;
   /** Requests the gateway is answering right now (admitted or queued). */
   readonly active: number;
+  /** The live advisor; undefined when advice is off. */
+  readonly advisor: Advisor | undefined;
+  /** Compute the advice now (tests; the timer does it otherwise). */
+  adviseNow(): Promise<void>;
+  /** The replicas this gateway started (with `launcher`); undefined without one. */
+  readonly actor: FleetActor | undefined;
   /** Stop accepting, let in-flight requests finish within the drain deadline, then close. */
   close(): Promise<void>;
 }
@@ -210,7 +236,44 @@ export function createGateway(options: GatewayOptions): Gateway {
     options.tokenizer === 'backend'
       ? new BackendTokenizer(replicas, timeouts.connectSeconds + 5)
       : (options.tokenizer ?? charsTokenizer);
+  const adviceOptions = options.advice;
+  const replicaAdmin = {
+    replicas,
+    defaultKvTokens: options.replicaKvTokens,
+    defaultModel: options.model,
+    discoverModels: () => discovery.runNow(),
+    // A fleet may be built one replica at a time: only a role the policy can never use is refused.
+    checkRoles: (roles: readonly ReplicaRole[]) => (disaggregated ? undefined : checkRoles(roles)),
+  };
+  const actor =
+    options.launcher === undefined
+      ? undefined
+      : new FleetActor({
+          launcher: options.launcher,
+          admin: replicaAdmin,
+          min: adviceOptions?.config.min ?? 1,
+          max: adviceOptions?.config.max ?? Number.POSITIVE_INFINITY,
+        });
+  const advisor =
+    adviceOptions === undefined
+      ? undefined
+      : new Advisor({
+          config: adviceOptions.config,
+          question: {
+            costModel: adviceOptions.costModel,
+            policy: policyName,
+            disaggregated,
+            seed: adviceOptions.seed ?? 0,
+            requests: adviceOptions.requests ?? 200,
+            ...(adviceOptions.minSeconds === undefined ? {} : { minSeconds: adviceOptions.minSeconds }),
+          },
+          now,
+          metrics,
+          ...(adviceOptions.evaluate === undefined ? {} : { evaluate: adviceOptions.evaluate }),
+          ...(actor === undefined ? {} : { act: (advice) => actor.act(advice) }),
+        });
   const ctx: ProxyContext = {
+    advisor,
     findPool,
     replicas,
     metrics,
@@ -300,15 +363,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const adminKey = options.auth?.adminKey;
   if (adminKey !== undefined)
     adminRoutes(app, {
+      ...replicaAdmin,
       adminKey,
-      replicas,
       keys,
-      defaultKvTokens: options.replicaKvTokens,
-      defaultModel: options.model,
       now,
-      discoverModels: () => discovery.runNow(),
-      // A fleet may be built one replica at a time: only a role the policy can never use is refused.
-      checkRoles: (roles) => (disaggregated ? undefined : checkRoles(roles)),
+      advice: () => advisor?.latest ?? (advisor === undefined ? 'off' : 'pending'),
     });
 
   // Ticks and load polls are periodic on the policy's clock (the replicas' seconds), as in the
@@ -326,6 +385,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   checker.start(health.intervalSeconds);
   // A replica may be restarted with another model: its /v1/models is read again every health round.
   discovery.start(health.intervalSeconds);
+  // Advice is periodic on the policy's clock, as ticks; a round never overlaps the one under way.
+  const adviser = new Periodic(async () => {
+    try {
+      await advisor?.tick();
+    } catch (error) {
+      app.log.warn({ err: error }, 'live advice failed');
+    }
+  });
+  if (advisor !== undefined) adviser.start(realInterval(adviceOptions!.config.intervalSeconds, timeScale));
   const drainMs = (options.drainSeconds ?? defaults.shutdown.drainSeconds) * 1000;
   let closing: Promise<void> | undefined;
   return {
@@ -347,12 +415,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     pollNow: () => poller.runNow(),
     checkHealthNow: () => checker.runNow(),
     discoverModelsNow: () => discovery.runNow(),
+    advisor,
+    adviseNow: () => adviser.runNow(),
+    actor,
     close() {
       closing ??= (async () => {
         clearInterval(tick);
         poller.stop();
         checker.stop();
         discovery.stop();
+        adviser.stop();
         // Fastify stops listening and answers 503 to new requests on open connections at once.
         const closed = app.close();
         admission.refuseWaiting(new Error('the gateway is shutting down'));
@@ -372,6 +444,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         for (const sub of subscribers.values()) sub.close();
         subscribers.clear();
         await replicas.close();
+        // The replicas it started stop with it, whatever the way out.
+        await actor?.stopAll();
         await tokenizer.close?.();
       })();
       return closing;

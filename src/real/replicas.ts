@@ -78,12 +78,12 @@ export function llamaServerArgs(options: LlamaReplicaOptions, port: number): str
   return [...args, ...(options.extraArgs ?? [])];
 }
 
-function urlOf(host: string, port: number): string {
+export function urlOf(host: string, port: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Start one replica on `port`, or on fresh free ports when someone else grabbed it first. */
-async function startOne(
+export async function startOne(
   options: LlamaReplicaOptions,
   index: number,
   fixedPort: number | undefined,

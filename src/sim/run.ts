@@ -4,12 +4,20 @@ import { fleetCostPerHour, fleetGpuCount } from '../core/fleet/cost.ts';
 import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
 import { createLengthPredictor } from '../core/length/registry.ts';
 import { createGlobalPolicy, policyEntry, resolvePolicyOptions } from '../core/policies/registry.ts';
+import { createProvisioner, type ProvisionerChoice } from '../core/provisioning/registry.ts';
 import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
+import type { Role } from '../core/types.ts';
 import type { EngineSnapshot } from '../engine/types.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { perInstance, summarize } from './metrics/summary.ts';
 import type { MigrationLogEntry } from './migration.ts';
+import {
+  type ProvisioningFigures,
+  type ProvisioningSetup,
+  provisioningFigures,
+  provisioningHook,
+} from './provisioning.ts';
 import { journeyMarks, type SimRecord } from './record.ts';
 import {
   type FleetAction,
@@ -17,6 +25,7 @@ import {
   type KvTransferSetup,
   type SimInstance,
   type SimResult,
+  type SimulatorOptions,
   simulate,
 } from './simulator.ts';
 
@@ -41,6 +50,11 @@ export interface SimSpec {
    * `--fleet` gives them; the others as the simulator's `FleetAction`.
    */
   readonly fleetActions?: readonly SimFleetAction[];
+  /**
+   * A provisioner sizing the fleet at run time (docs/provisioning.md): its adds build an instance like
+   * the fleet's first of that role (or the run's preset) and serve `startupSeconds` after the decision.
+   */
+  readonly provisioner?: { readonly choice: ProvisionerChoice; readonly startupSeconds: number };
   /** A fresh copy of the request stream (every policy must see the identical one). */
   readonly requests: () => Iterable<WorkloadRequest>;
   readonly seed: number;
@@ -70,6 +84,8 @@ export interface SimSpec {
    */
   readonly predictor?: string;
   readonly onProgress?: (finished: number) => void;
+  /** Told after every iteration (diagnostics: an experiment measuring what the batches held). */
+  readonly onIteration?: SimulatorOptions['onIteration'];
 }
 
 export interface PercentileSummary {
@@ -139,6 +155,8 @@ export interface SimReport {
   };
   /** Only with a host KV pool (`hostKvTokens`): preemptions, and how many of them swapped out and back in. */
   readonly swaps?: { readonly preemptions: number; readonly swapOuts: number; readonly swapIns: number };
+  /** Only with a provisioner: GPU-seconds held, mean GPUs, peak instances, adds and removals. */
+  readonly provisioning?: ProvisioningFigures;
   /** Decisions per branch name the policy declares (only branches taken appear). */
   readonly branches: Readonly<Record<string, number>>;
   /** Share of prompt tokens the policy expected to be cached where it sent them. */
@@ -183,11 +201,31 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   };
   const policy = createGlobalPolicy(
     spec.policy,
-    { costModel: spec.costModel, seed: spec.seed },
+    { costModel: spec.costModel, seed: spec.seed, ...(spec.slo === undefined ? {} : { slo: spec.slo }) },
     spec.policyOptions,
   );
+  // A provisioner's adds are built like the fleet's first instance of the role (else its first, else the preset).
+  const templateOf = (role: Role): FleetInstance | undefined => {
+    const like = spec.fleet?.find((i) => i.role === role) ?? spec.fleet?.[0];
+    return like === undefined ? undefined : { ...like, role };
+  };
+  const setup: ProvisioningSetup | undefined =
+    spec.provisioner === undefined
+      ? undefined
+      : {
+          provisioner: createProvisioner(spec.provisioner.choice),
+          startupSeconds: spec.provisioner.startupSeconds,
+          template: (role) => {
+            const like = templateOf(role);
+            return like === undefined
+              ? { costModel: spec.costModel, role }
+              : forPolicy(simInstance(like, spec.kvCapacityTokens));
+          },
+        };
+  const hook = setup === undefined ? undefined : provisioningHook(setup, policy);
   const result = simulate({
     policy,
+    ...(hook === undefined ? {} : { onTick: hook.onTick }),
     instances: spec.instances,
     costModel: spec.costModel,
     ...(spec.fleet === undefined
@@ -215,8 +253,36 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
       ? {}
       : { predictor: createLengthPredictor(spec.predictor, { seed: spec.seed }) }),
     ...(spec.onProgress === undefined ? {} : { onProgress: spec.onProgress }),
+    ...(spec.onIteration === undefined ? {} : { onIteration: spec.onIteration }),
   });
-  return { report: report(spec, queuePolicy, result), result };
+  const provisioning =
+    setup === undefined || hook === undefined
+      ? undefined
+      : provisioningFigures(setup, hook, result, gpusOf(spec, result, templateOf), firstStart(result));
+  const base = report(spec, queuePolicy, result);
+  return { report: provisioning === undefined ? base : { ...base, provisioning }, result };
+}
+
+/** GPUs of each instance of the run: a fleet's own, an added one's like its template's; 1 without a fleet. */
+function gpusOf(
+  spec: SimSpec,
+  result: SimResult,
+  templateOf: (role: Role) => FleetInstance | undefined,
+): (instance: number) => number {
+  const addedRole = new Map(
+    result.fleetLog.filter((e) => e.event === 'added').map((e) => [e.instance, e.role]),
+  );
+  return (i) => {
+    const initial = spec.fleet?.[i];
+    if (initial !== undefined) return initial.gpus;
+    const role = addedRole.get(i);
+    return (role === undefined ? undefined : templateOf(role)?.gpus) ?? 1;
+  };
+}
+
+/** The run's start: its first arrival. */
+function firstStart(result: SimResult): number {
+  return result.records.length === 0 ? 0 : result.records[0]!.arrival;
 }
 
 /**

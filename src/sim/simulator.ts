@@ -67,8 +67,22 @@ export interface FleetLogEntry {
    */
   readonly event: 'added' | 'draining' | 'drained' | 'removed' | 'role' | 'role-settled';
   readonly role?: Role;
-  /** Who asked: a scheduled fleet action or the policy (`fleetRequests`). */
-  readonly by: 'action' | 'policy';
+  /** Who asked: a scheduled fleet action, the policy (`fleetRequests`) or a provisioner (`onTick`). */
+  readonly by: FleetActor;
+}
+
+export type FleetActor = 'action' | 'policy' | 'provisioner';
+
+/** What a provisioner's hook sees at a tick (src/sim/provisioning.ts): the instances and the arrivals since the last tick. */
+export interface TickFleet {
+  readonly instances: readonly {
+    readonly id: InstanceId;
+    readonly role: Role;
+    readonly standing: 'active' | 'draining' | 'removed';
+    /** Requests on the engine: running, waiting, adopted and waiting. */
+    readonly inflight: number;
+  }[];
+  readonly arrivals: number;
 }
 
 /** The one line a colocated policy gets on a fleet with prefill and decode instances. */
@@ -91,6 +105,11 @@ export interface SimulatorOptions {
   readonly kvTransfer?: KvTransferSetup;
   /** Fleet changes at run time (add, drain, remove, role change), applied as events at their `at`. */
   readonly fleetActions?: readonly FleetAction[];
+  /**
+   * A provisioner (src/sim/provisioning.ts), asked at every tick after the policy's: the fleet actions
+   * it returns are scheduled at their `at` (an add after its start-up delay), logged as by 'provisioner'.
+   */
+  readonly onTick?: (now: number, fleet: TickFleet) => readonly FleetAction[];
   /** Seconds between the policy's background ticks. Default 1. */
   readonly tickInterval?: number;
   /** Tell the policy that cached prefixes serve one request at a time (llama.cpp slots; InstanceInfo). */
@@ -153,6 +172,7 @@ type SimEvent =
       readonly seq: number;
       readonly kind: 'fleet';
       readonly action: FleetAction;
+      readonly by?: FleetActor;
     }
   | { readonly time: number; readonly seq: number; readonly kind: 'migration'; readonly step: () => void }
   | { readonly time: number; readonly seq: number; readonly kind: 'tick' }
@@ -295,11 +315,12 @@ export function simulate(options: SimulatorOptions): SimResult {
   const incoming = new Array<number>(fleet.length).fill(0);
   const bound = new Array<number>(fleet.length).fill(0);
   // Fleet actions: a role an engine takes once it can, and removals waiting for the instance to idle.
-  const pendingRole: ({ role: Role; by: 'action' | 'policy' } | undefined)[] = fleet.map(() => undefined);
-  const pendingRemove: ('action' | 'policy' | undefined)[] = fleet.map(() => undefined);
+  const pendingRole: ({ role: Role; by: FleetActor } | undefined)[] = fleet.map(() => undefined);
+  const pendingRemove: (FleetActor | undefined)[] = fleet.map(() => undefined);
   /** A draining instance became idle (logged once). */
   const drained: boolean[] = fleet.map(() => false);
-  const drainedBy: ('action' | 'policy' | undefined)[] = fleet.map(() => undefined);
+  const drainedBy: (FleetActor | undefined)[] = fleet.map(() => undefined);
+  let arrivalsSinceTick = 0;
 
   const finishRecord = (f: EngineFinish, end: number, cachedTokens: number) => {
     const r = byId.get(f.id);
@@ -525,7 +546,7 @@ export function simulate(options: SimulatorOptions): SimResult {
   };
 
   /** A fleet action or a policy's request, at `now`. */
-  const applyFleet = (a: FleetAction | FleetRequest, now: number, by: 'action' | 'policy') => {
+  const applyFleet = (a: FleetAction | FleetRequest, now: number, by: FleetActor) => {
     if (a.action === 'add') {
       checkRole(a.spec.role);
       fleet.push(a.spec);
@@ -611,6 +632,7 @@ export function simulate(options: SimulatorOptions): SimResult {
     switch (e.kind) {
       case 'arrival': {
         const r = e.request;
+        arrivalsSinceTick++;
         pullArrival();
         const prediction = predictions?.predict(r, e.time);
         // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true
@@ -705,13 +727,34 @@ export function simulate(options: SimulatorOptions): SimResult {
         break;
       }
       case 'fleet':
-        applyFleet(e.action, e.time, 'action');
+        applyFleet(e.action, e.time, e.by ?? 'action');
         break;
       case 'migration':
         e.step();
         break;
       case 'tick':
         policy.tick(e.time);
+        if (options.onTick !== undefined) {
+          const instances = engines.map((engine, id) => {
+            const s = engine.snapshot();
+            return {
+              id,
+              role: roles[id]!,
+              standing: standing[id]!,
+              inflight: s.running + s.waiting + s.adoptWaiting,
+            };
+          });
+          const asked = options.onTick(e.time, { instances, arrivals: arrivalsSinceTick });
+          arrivalsSinceTick = 0;
+          for (const action of asked)
+            queue.push({
+              time: Math.max(action.at, e.time),
+              seq: seq++,
+              kind: 'fleet',
+              action,
+              by: 'provisioner',
+            });
+        }
         if (!sourceDone || inFlight > 0)
           queue.push({ time: e.time + tickInterval, seq: seq++, kind: 'tick' });
         break;

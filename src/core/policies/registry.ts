@@ -3,6 +3,8 @@ import type { CostModel } from '../cost-model/types.ts';
 import type { QueuePolicyName, QueuePolicyOptions } from '../replica-queue/registry.ts';
 import type { GlobalPolicy, Role } from '../types.ts';
 import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
+import { aladdinDefaults } from './aladdin/options.ts';
+import { AladdinPolicy } from './aladdin/policy.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
 import { DistServePolicy, distServeDefaults } from './disagg/distserve.ts';
 import { PrefixAwarePdPolicy, prefixPdDefaults } from './disagg/prefix-aware.ts';
@@ -28,6 +30,8 @@ export interface PolicyContext {
   readonly costModel: CostModel;
   /** The run's seed: the default of a policy's `runSeed` option. */
   readonly seed?: number;
+  /** The run's SLO targets in seconds, for SLO-aware policies (aladdin). */
+  readonly slo?: { readonly ttft: number; readonly tpot: number };
 }
 
 /** How a prefill instance batches prompts: a token budget per iteration, chunked or not (engine options). */
@@ -203,6 +207,16 @@ const DISAGGREGATED_POLICIES = {
       reserveFrom: o.reserveFrom,
     }),
     create: (o) => new TetriInferPolicy(o),
+  }),
+  aladdin: entry({
+    summary:
+      'Aladdin (seed 004): SLO-aware best fit, the most loaded worker that still meets TTFT, ATGT (gamma, theta) and KV per future iteration, from performance models refit online; colocated or split phase; asks a provisioner for workers when none fits',
+    defaults: aladdinDefaults,
+    create: (o, context) =>
+      new AladdinPolicy(o, {
+        costModel: context.costModel,
+        ...(context.slo === undefined ? {} : { slo: context.slo }),
+      }),
   }),
 } as const;
 

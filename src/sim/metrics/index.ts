@@ -1,11 +1,3 @@
-export {
-  type GoodputOptions,
-  type GoodputProbe,
-  type GoodputResult,
-  goodput,
-  highestPassingRate,
-  type RateSearch,
-} from './goodput.ts';
 export { type InstanceSummary, perInstance } from './per-instance.ts';
 export { isCompleted, type RequestRecord, tpotOf, ttftOf } from './record.ts';
 export { type Slo, type SloAttainment, sloAttainment } from './slo.ts';

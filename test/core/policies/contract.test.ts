@@ -284,8 +284,8 @@ for (const name of disaggregatedPolicyNames) {
 }
 
 test('a disaggregated policy refuses a fleet without prefill and decode instances with one line', () => {
-  // prefix-pd is its inner colocated policy on such a fleet (prefix-aware.test.ts).
-  for (const name of disaggregatedPolicyNames.filter((n) => n !== 'prefix-pd')) {
+  // prefix-pd is its inner colocated policy on such a fleet (prefix-aware.test.ts); aladdin places colocated there.
+  for (const name of disaggregatedPolicyNames.filter((n) => n !== 'prefix-pd' && n !== 'aladdin')) {
     const policy = createGlobalPolicy(name, { costModel: simpleCostModel() });
     policy.instanceAdded(0, { kvCapacityTokens: 64 }, 0);
     assert.throws(

@@ -4,7 +4,7 @@ import type { FleetRequest, InstanceId, RouteDecision, RouteRequest, Tokens } fr
 import { withDefaults } from '../../../with-defaults.ts';
 import { BasePolicy, NO_COSTS } from '../../base-policy.ts';
 import { indexAfter } from '../../support/index-after.ts';
-import { hasDisaggregatedRoles, withRole } from '../../support/roles.ts';
+import { hasRoles, withRole } from '../../support/roles.ts';
 import { type DecodeLoad, dispatchDecode } from './dispatch.ts';
 import { FlipWatcher, type WatchedInstance } from './flip.ts';
 import { checkTetriInferOptions, type TetriInferOptions, tetriInferDefaults } from './options.ts';
@@ -101,7 +101,7 @@ export class TetriInferPolicy extends BasePolicy {
     const prefill = this.usable(active, 'prefill');
     if (prefill.length === 0) {
       throw new Error(
-        hasDisaggregatedRoles(this.view)
+        hasRoles(this.view)
           ? 'tetriinfer: no active prefill instance to take the request'
           : 'tetriinfer: the fleet has no prefill and decode instances; tetriinfer needs a disaggregated fleet (e.g. --fleet 2P2D)',
       );

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { goodput, highestPassingRate } from '../../../src/sim/metrics/goodput.ts';
+import { highestPassingRate } from '../../src/search/capacity.ts';
+import { goodput } from '../../src/search/goodput.ts';
 
 /** A synthetic system whose SLO attainment falls linearly from 1 at 0 req/s to 0 at 2 × capacity. */
 function system(capacity: number) {

@@ -1,7 +1,7 @@
-import { createWorkload } from '../workloads/registry.ts';
-import { synthetic } from '../workloads/synthetic.ts';
-import { parseWorkloadSpec, traceRequests } from '../workloads/traces/registry.ts';
-import type { WorkloadRequest } from '../workloads/types.ts';
+import { createWorkload } from './registry.ts';
+import { synthetic } from './synthetic.ts';
+import { parseWorkloadSpec, traceRequests } from './traces/registry.ts';
+import type { WorkloadRequest } from './types.ts';
 
 /**
  * A factory of identical request streams for a `--workload` value: a generator or a

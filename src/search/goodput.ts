@@ -1,4 +1,6 @@
-import type { SloAttainment } from './slo.ts';
+/** DistServe's goodput (`preble sim --goodput`): the highest rate at which a share of requests meets both SLOs. */
+import type { SloAttainment } from '../sim/metrics/slo.ts';
+import { highestPassingRate } from './capacity.ts';
 
 export interface GoodputOptions {
   /** A rate expected to meet the target (requests per second, > 0). */
@@ -28,47 +30,6 @@ export interface GoodputResult {
   readonly bracketed: boolean;
   /** Every run, in the order made (for plots and explanations). */
   readonly probes: readonly GoodputProbe[];
-}
-
-/** The bracket of a rate search (`highestPassingRate`). */
-export interface RateSearch {
-  /** The highest probed rate that passed; 0 when even `low` failed. */
-  readonly rps: number;
-  /** False when every doubling still passed: `rps` is then only a lower bound. */
-  readonly bracketed: boolean;
-}
-
-/**
- * The highest rate at which `passes` holds, by doubling from `low` until a rate fails and then
- * bisection. It assumes passing only stops as the rate rises (true of a queueing system on average;
- * a noisy run can break it, in which case the answer is one of the crossing points). Deterministic:
- * the probed rates depend only on the options and the pass/fail answers.
- */
-export function highestPassingRate(
-  passes: (rps: number) => boolean,
-  options: Omit<GoodputOptions, 'target'>,
-): RateSearch {
-  const { low, maxDoublings = 20 } = options;
-  const high = options.high ?? 2 * low;
-  if (!(low > 0) || !Number.isFinite(low))
-    throw new Error(`goodput: low must be a positive rate, got ${low}`);
-  if (!(high > low) || !Number.isFinite(high))
-    throw new Error(`goodput: high (${high}) must exceed low (${low})`);
-  if (!passes(low)) return { rps: 0, bracketed: true };
-  let passing = low;
-  let failing = high;
-  for (let doublings = 0; passes(failing); doublings++) {
-    if (doublings >= maxDoublings) return { rps: failing, bracketed: false };
-    passing = failing;
-    failing *= 2;
-  }
-  const tolerance = options.tolerance ?? (options.relativeTolerance ?? 0.01) * failing;
-  while (failing - passing > tolerance) {
-    const middle = (passing + failing) / 2;
-    if (passes(middle)) passing = middle;
-    else failing = middle;
-  }
-  return { rps: passing, bracketed: true };
 }
 
 /**

@@ -1,0 +1,337 @@
+/**
+ * Aladdin (seed 004; ../shared/research/seed-aladdin-splitwise-tetriinfer.md): SLO-aware best-fit
+ * placement. Each request goes to the most loaded worker (largest capacity norm, Algorithm 1) on which
+ * it still meets the constraints of Aladdin's placement problem: (b) ATGT through Eq. 4's context
+ * limit with the γ and θ knobs, (c) TTFT for the prompts not yet started, (d) the new prefill within
+ * the decode slack of the running requests, (e) KV per future iteration within the worker's memory.
+ * The performance models (Eq. 1-3) start from the cost model's profile and are refit from finished
+ * requests (model.ts). Output lengths: the run's predictor when it has one (`RouteRequest.predictedOutputTokens`),
+ * else Aladdin's own, core/length's `history` (the mean output per input-length bucket), capped by max_tokens.
+ *
+ * When no worker fits, Aladdin opens a new one. A policy cannot start hardware, so the request is
+ * packed into a virtual worker (best fit again among the virtual ones, else a new one) and runs on the
+ * least loaded real worker meanwhile (branch `overflow`); `workersWanted` (the real workers in use
+ * plus the virtual ones open) is what a Provisioner reads to add workers (src/core/provisioning).
+ *
+ * On a fleet with prefill and decode instances (split phase, §4.4): prefills are placed by (c) alone
+ * (prefill workers have no decode to protect) and decodes, when the KV is ready, by (b) and (e).
+ *
+ * Re-balancing (Algorithm 2), partly: at each tick a decoding request that outran its prediction is
+ * re-predicted (the predictor's `repredict`: history doubles it, where the paper takes the mean output of
+ * the requests of that input length that ran longer; ours needs no per-length tail), which moves its worker's error
+ * (l_e, b_e) into the sums every later placement checks. Moving requests that are queued but not
+ * started to another worker is not done: once routed, a request belongs to its engine's queue.
+ */
+import { NoInstanceAvailableError } from '../../cluster-view.ts';
+import type { CostModel } from '../../cost-model/types.ts';
+import { createHistoryPredictor, historyDefaults } from '../../length/history.ts';
+import type { LengthPredictor, LengthQuery } from '../../length/types.ts';
+import { prefillSeconds } from '../../provisioning/fits.ts';
+import type {
+  FinishCounts,
+  InstanceId,
+  InstanceLoadSignal,
+  RouteDecision,
+  RouteRequest,
+  Tokens,
+} from '../../types.ts';
+import { withDefaults } from '../../with-defaults.ts';
+import { BasePolicy, NO_COSTS } from '../base-policy.ts';
+import { hasRoles, withRole } from '../support/roles.ts';
+import {
+  capacityNorm,
+  fits,
+  generatedEstimate,
+  type Job,
+  type Knobs,
+  stepSeconds,
+  type WorkerKind,
+} from './feasibility.ts';
+import { AladdinModel } from './model.ts';
+import { type AladdinOptions, aladdinDefaults, checkAladdinOptions, FALLBACK_SLO } from './options.ts';
+
+export interface AladdinContext {
+  readonly costModel: CostModel;
+  /** The run's SLO, when it has one (`--slo-ttft/--slo-tpot`); the TPOT target is read as ATGT. */
+  readonly slo?: { readonly ttft: number; readonly tpot: number };
+  /** Its own output-length predictor; default: `history` (core/length) with `defaultOutputTokens` as its prior. */
+  readonly predictor?: LengthPredictor;
+}
+
+/** A request's decode shape when its decode began: its worker's batch size and mean context (Eq. 3's sample). */
+interface DecodeStart {
+  readonly at: number;
+  readonly batch: number;
+  readonly meanContext: number;
+}
+
+export class AladdinPolicy extends BasePolicy {
+  readonly name = 'aladdin';
+  readonly branches = ['best-fit', 'overflow', 'prefill-best-fit', 'prefill-overflow'] as const;
+  private readonly o: Required<AladdinOptions>;
+  private readonly knobs: Knobs;
+  private readonly model: AladdinModel;
+  private readonly predictor: LengthPredictor;
+  private readonly slo: { readonly ttft: number; readonly atgt: number };
+  private readonly jobs = new Map<string, Job>();
+  /** Jobs counted on each worker (where the ClusterView counts them). */
+  private readonly on = new Map<InstanceId, Job[]>();
+  /** The workers best fit opened and the fleet did not have yet, with the jobs packed into each. */
+  private readonly virtual: Job[][] = [];
+  private readonly decodeStarts = new Map<string, DecodeStart>();
+
+  constructor(options: AladdinOptions, context: AladdinContext) {
+    super();
+    this.o = withDefaults(aladdinDefaults, options);
+    checkAladdinOptions(this.o);
+    this.knobs = { gamma: this.o.gamma, theta: this.o.theta };
+    this.model = new AladdinModel(context.costModel, this.o.refit);
+    this.predictor =
+      context.predictor ?? createHistoryPredictor({ ...historyDefaults, prior: this.o.defaultOutputTokens });
+    this.slo = {
+      ttft: this.o.ttft || context.slo?.ttft || FALLBACK_SLO.ttft,
+      atgt: this.o.atgt || context.slo?.tpot || FALLBACK_SLO.tpot,
+    };
+  }
+
+  protected choose(request: RouteRequest, now: number, active: readonly InstanceId[]): RouteDecision {
+    const lin = request.tokens.length;
+    // The run's prediction when it runs a predictor (the simulator's `--predictor`), else our own.
+    const predicted = Math.max(
+      1,
+      Math.round(request.predictedOutputTokens ?? this.predictor.predict(query(request.id, lin), now).tokens),
+    );
+    const job: Job = {
+      id: request.id,
+      inputTokens: lin,
+      predicted:
+        request.outputLenHint === undefined
+          ? predicted
+          : Math.min(predicted, Math.max(1, request.outputLenHint)),
+      arrival: request.arrival,
+      ttft: request.slo?.ttft ?? this.slo.ttft,
+      atgt: request.slo?.tpot ?? this.slo.atgt,
+      stolen: 0,
+    };
+    this.jobs.set(job.id, job);
+    if (!this.split()) {
+      const { instance, fitted } = this.place(job, active, 'mixed', now);
+      return { instance, branch: fitted ? 'best-fit' : 'overflow', matchedTokens: 0, costs: NO_COSTS };
+    }
+    const prefill = withRole(this.view, active, 'prefill');
+    if (prefill.length === 0) {
+      this.jobs.delete(job.id);
+      throw new NoInstanceAvailableError();
+    }
+    const { instance, fitted } = this.place(job, prefill, 'prefill', now);
+    return {
+      instance,
+      branch: fitted ? 'prefill-best-fit' : 'prefill-overflow',
+      matchedTokens: 0,
+      costs: NO_COSTS,
+      decode: 'at-kv-ready',
+    };
+  }
+
+  routeDecode(id: string, _prefillInstance: InstanceId, _kvTokens: number, now: number): InstanceId {
+    const decode = withRole(this.view, this.view.active, 'decode');
+    if (decode.length === 0) throw new NoInstanceAvailableError();
+    const job = this.jobs.get(id);
+    if (job === undefined) return decode[0]!;
+    const { instance } = this.place(job, decode, 'decode', now);
+    this.moveRequest(id, instance, now);
+    return instance;
+  }
+
+  kvReady(_id: string, _prefillInstance: InstanceId, _path: Tokens, _now: number): void {}
+
+  kvArrived(id: string, decodeInstance: InstanceId, _path: Tokens, now: number): void {
+    const job = this.jobs.get(id);
+    if (job !== undefined) this.noteDecodeStart(job, decodeInstance, now);
+  }
+
+  /** Workers the placement uses now: the provisioned role's workers holding requests, plus the virtual ones. */
+  workersWanted(_now: number): number {
+    const role = this.split() ? 'decode' : 'mixed';
+    let used = 0;
+    for (const id of this.view.active)
+      if (this.roleOf(id) === role && (this.on.get(id)?.length ?? 0) > 0) used++;
+    return used + this.virtual.length;
+  }
+
+  override requestStarted(id: string, now: number): void {
+    const job = this.jobs.get(id);
+    if (job !== undefined && job.startedAt === undefined) job.startedAt = now;
+  }
+
+  override requestFirstToken(id: string, now: number): void {
+    const job = this.jobs.get(id);
+    if (job === undefined) return;
+    job.firstTokenAt = now;
+    const at = this.view.instanceOf(id);
+    if (!this.split() && at !== undefined) this.noteDecodeStart(job, at, now);
+  }
+
+  override loadSignal(instance: InstanceId, signal: InstanceLoadSignal, now: number): void {
+    super.loadSignal(instance, signal, now);
+    const jobs = this.on.get(instance);
+    if (jobs === undefined || jobs.length === 0 || signal.waiting > 0) return;
+    // Every request there runs: the KV it holds against the context we believe (Eq. 1's sample).
+    const step = stepSeconds(this.model.current(), jobs, now);
+    let tokens = 0;
+    for (const j of jobs) tokens += j.inputTokens + generatedEstimate(j, now, step);
+    this.model.kv.add({ tokens, kv: signal.usedKvTokens });
+  }
+
+  /** Algorithm 2's error tracking: a decoding request past its prediction gets the conditional one. */
+  override tick(now: number): void {
+    const fitted = this.model.current();
+    for (const jobs of this.on.values()) {
+      if (jobs.length === 0) continue;
+      const step = stepSeconds(fitted, jobs, now);
+      for (const j of jobs) {
+        if (j.firstTokenAt === undefined || step <= 0) continue;
+        const ran = Math.floor((now - j.firstTokenAt) / step) + 1;
+        if (ran >= j.predicted)
+          j.predicted = this.predictor.repredict(query(j.id, j.inputTokens), ran, {
+            tokens: j.predicted,
+          }).tokens;
+      }
+    }
+  }
+
+  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+    const job = this.jobs.get(request.id);
+    if (job === undefined) return;
+    this.attach(job, decision.instance);
+  }
+
+  protected override onMoved(id: string, from: InstanceId, to: InstanceId, now: number): void {
+    const job = this.jobs.get(id);
+    if (job === undefined) return;
+    this.detach(job, from);
+    this.attach(job, to);
+  }
+
+  protected override onReleased(
+    id: string,
+    instance: InstanceId,
+    now: number,
+    counts: FinishCounts | undefined,
+  ): void {
+    const job = this.jobs.get(id);
+    if (job === undefined) return;
+    this.jobs.delete(id);
+    this.detach(job, instance);
+    this.unpackVirtual(job);
+    const start = this.decodeStarts.get(id);
+    this.decodeStarts.delete(id);
+    if (counts === undefined) return;
+    this.predictor.observe?.(query(id, job.inputTokens), counts.outputTokens, now);
+    const uncached = counts.promptTokens - counts.cachedTokens;
+    if (job.startedAt !== undefined && job.firstTokenAt !== undefined && uncached > 0)
+      this.model.prefill.add({ inputTokens: uncached, seconds: job.firstTokenAt - job.startedAt });
+    if (start !== undefined && start.batch > 1 && counts.outputTokens > 1)
+      this.model.decode.add({
+        batch: start.batch,
+        meanContext: start.meanContext,
+        seconds: (now - start.at) / (counts.outputTokens - 1),
+      });
+  }
+
+  /** Best fit among `candidates` (Algorithm 1); none fitting: a virtual worker, and the least loaded real one. */
+  private place(
+    job: Job,
+    candidates: readonly InstanceId[],
+    kind: WorkerKind,
+    now: number,
+  ): { instance: InstanceId; fitted: boolean } {
+    const fitted = this.model.current();
+    const norms = candidates.map((id) => ({ id, norm: capacityNorm(this.on.get(id) ?? [], this.o.gamma) }));
+    norms.sort((a, b) => b.norm - a.norm || a.id - b.id);
+    for (const { id } of norms)
+      if (fits(fitted, kind, this.on.get(id) ?? [], job, now, this.capacity(id), this.knobs))
+        return { instance: id, fitted: true };
+    const least = norms[norms.length - 1]!.id;
+    if (kind !== 'prefill') this.packVirtual(job, now, this.capacity(least));
+    return { instance: least, fitted: false };
+  }
+
+  /**
+   * Open workers best fit asked for: the job goes into the fullest virtual worker it fits, else a new
+   * one. A virtual worker is judged as a decode worker, by (b) and (e): a fresh worker has no queue, so
+   * the TTFT its jobs lose waiting elsewhere meanwhile is not its own.
+   */
+  private packVirtual(job: Job, now: number, capacity: number): void {
+    const fitted = this.model.current();
+    let best: Job[] | undefined;
+    for (const v of this.virtual)
+      if (
+        fits(fitted, 'decode', v, job, now, capacity, this.knobs) &&
+        (best === undefined || capacityNorm(v, this.o.gamma) > capacityNorm(best, this.o.gamma))
+      )
+        best = v;
+    if (best === undefined) this.virtual.push([job]);
+    else best.push(job);
+  }
+
+  private unpackVirtual(job: Job): void {
+    for (let v = 0; v < this.virtual.length; v++) {
+      const at = this.virtual[v]!.indexOf(job);
+      if (at < 0) continue;
+      this.virtual[v]!.splice(at, 1);
+      if (this.virtual[v]!.length === 0) this.virtual.splice(v, 1);
+      return;
+    }
+  }
+
+  private attach(job: Job, instance: InstanceId): void {
+    let jobs = this.on.get(instance);
+    if (jobs === undefined) {
+      jobs = [];
+      this.on.set(instance, jobs);
+    }
+    // Colocated, a new prefill preempts the decodes there: it spends their slack (constraint (d)).
+    if (this.roleOf(instance) === 'mixed') {
+      const cost = prefillSeconds(this.model.current().prefill, job.inputTokens);
+      for (const j of jobs) if (j.firstTokenAt !== undefined) j.stolen += cost;
+    }
+    jobs.push(job);
+  }
+
+  private detach(job: Job, instance: InstanceId): void {
+    const jobs = this.on.get(instance);
+    const at = jobs?.indexOf(job) ?? -1;
+    if (at >= 0) jobs!.splice(at, 1);
+  }
+
+  private noteDecodeStart(job: Job, instance: InstanceId, now: number): void {
+    const jobs = this.on.get(instance) ?? [];
+    const step = stepSeconds(this.model.current(), jobs, now);
+    let context = 0;
+    for (const j of jobs) context += j.inputTokens + generatedEstimate(j, now, step);
+    this.decodeStarts.set(job.id, {
+      at: now,
+      batch: jobs.length,
+      meanContext: jobs.length > 0 ? context / jobs.length : job.inputTokens,
+    });
+  }
+
+  private capacity(id: InstanceId): number {
+    return this.view.state(id)?.info.kvCapacityTokens ?? Number.POSITIVE_INFINITY;
+  }
+
+  private roleOf(id: InstanceId): 'mixed' | 'prefill' | 'decode' {
+    return this.view.state(id)?.info.role ?? 'mixed';
+  }
+
+  /** Split phase: the fleet has prefill or decode instances. */
+  private split(): boolean {
+    return hasRoles(this.view);
+  }
+}
+
+/** What the length predictor is told of a request: its prompt's length (Aladdin's predictor reads no more). */
+function query(id: string, promptTokens: number): LengthQuery {
+  return { id, promptTokens };
+}

@@ -1,0 +1,135 @@
+/**
+ * Acting on the advice (opt-in, `advice.act`): the gateway starts or drains-then-stops replicas it
+ * launched itself (`preble serve --llama-replicas`), never one it did not start. A role's owned count
+ * moves toward what the advice implies only when the advice has differed from the fleet for two
+ * intervals in a row (one noisy window changes nothing), and stays within [min, max]. Replicas join
+ * and leave through the admin API's own code (addReplica, ReplicaSet.drain / remove).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { addReplica, type ReplicaAdding } from '../admin.ts';
+import type { DialectName, ReplicaRole } from '../config.ts';
+import type { Replica } from '../replicas.ts';
+import type { ActRecord, Advice } from './advisor.ts';
+
+/** A replica process the gateway started. */
+export interface LaunchedReplica {
+  readonly url: string;
+  /** Stop its process (by PID); resolves once it is gone. */
+  stop(): Promise<void>;
+}
+
+/** Starts replicas of one kind (llama.cpp in `preble serve`; a test double in tests). */
+export interface ReplicaLauncher {
+  readonly dialect: DialectName;
+  /** Roles it can start replicas of. */
+  readonly roles: readonly ReplicaRole[];
+  start(role: ReplicaRole): Promise<LaunchedReplica>;
+}
+
+export interface FleetActorOptions {
+  readonly launcher: ReplicaLauncher;
+  readonly admin: ReplicaAdding;
+  readonly min: number;
+  readonly max: number;
+  /** Real milliseconds between looks at a draining replica's in-flight count (default 50). */
+  readonly drainPollMs?: number;
+  /** Longest real wait for a drain before stopping anyway (default 30 s). */
+  readonly drainTimeoutMs?: number;
+}
+
+interface Owned {
+  readonly replica: Replica;
+  readonly handle: LaunchedReplica;
+}
+
+export class FleetActor {
+  private readonly owned: Owned[] = [];
+  private readonly differing = new Map<ReplicaRole, number>();
+
+  constructor(private readonly options: FleetActorOptions) {}
+
+  /** Replicas this gateway started and still runs. */
+  get ownedReplicas(): readonly Replica[] {
+    return this.owned.map((o) => o.replica);
+  }
+
+  /** Add a launched replica to the fleet as one of ours. */
+  async adopt(role: ReplicaRole, handle: LaunchedReplica): Promise<Replica> {
+    const added = await addReplica(this.options.admin, {
+      url: handle.url,
+      dialect: this.options.launcher.dialect,
+      role,
+    });
+    if (!added.ok) {
+      await handle.stop();
+      throw new Error(`cannot add ${handle.url}: ${added.message}`);
+    }
+    this.owned.push({ replica: added.replica, handle });
+    return added.replica;
+  }
+
+  /** The owned count of `role` the advice implies, within [min, max]. */
+  target(role: ReplicaRole, recommended: number): number {
+    const present = this.options.admin.replicas
+      .present()
+      .filter((r) => r.role === role && !r.draining).length;
+    const owned = this.ownedOf(role).length;
+    return Math.min(this.options.max, Math.max(this.options.min, owned + recommended - present));
+  }
+
+  async act(advice: Advice): Promise<ActRecord> {
+    let started = 0;
+    let stopped = 0;
+    const notes: string[] = [];
+    for (const role of this.options.launcher.roles) {
+      const recommended = advice.total[role];
+      if (recommended === undefined) continue;
+      const owned = this.ownedOf(role).length;
+      const target = this.target(role, recommended);
+      if (target === owned) {
+        this.differing.delete(role);
+        continue;
+      }
+      const times = (this.differing.get(role) ?? 0) + 1;
+      if (times < 2) {
+        this.differing.set(role, times);
+        notes.push(
+          `${role}: advice differs from the fleet (${owned} -> ${target}), waiting one more interval`,
+        );
+        continue;
+      }
+      this.differing.delete(role);
+      for (let i = owned; i < target; i++) {
+        await this.adopt(role, await this.options.launcher.start(role));
+        started++;
+      }
+      // Newest first: the replicas started last leave first.
+      for (const o of this.ownedOf(role).slice(target).reverse()) {
+        await this.retire(o);
+        stopped++;
+      }
+      notes.push(`${role}: ${owned} -> ${target} owned replicas`);
+    }
+    return { started, stopped, note: notes.join('; ') || 'fleet matches the advice' };
+  }
+
+  /** Drain, remove and stop every owned replica (shutdown). */
+  async stopAll(): Promise<void> {
+    await Promise.all(this.owned.map((o) => o.handle.stop()));
+    this.owned.length = 0;
+  }
+
+  private ownedOf(role: ReplicaRole): Owned[] {
+    return this.owned.filter((o) => o.replica.role === role && !o.replica.removed);
+  }
+
+  private async retire(o: Owned): Promise<void> {
+    const { replicas } = this.options.admin;
+    replicas.drain(o.replica, true);
+    const deadline = Date.now() + (this.options.drainTimeoutMs ?? 30_000);
+    while (o.replica.inflight > 0 && Date.now() < deadline) await sleep(this.options.drainPollMs ?? 50);
+    await replicas.remove(o.replica);
+    await o.handle.stop();
+    this.owned.splice(this.owned.indexOf(o), 1);
+  }
+}

@@ -1,0 +1,23 @@
+/** One unit of search work, as plain JSON: a scenario's capacity under a criterion. */
+import { type Capacity, type CapacityCriterion, scenarioCapacity } from './capacity.ts';
+import type { ScenarioSpec } from './scenario.ts';
+
+export interface CapacityTask {
+  readonly scenario: ScenarioSpec;
+  readonly criterion: CapacityCriterion;
+  /** The first rate tried (default `DEFAULT_LOW_RPS`). */
+  readonly low?: number;
+  /** Bisection stops when the bracket is this share of its upper end (default 0.02). */
+  readonly relativeTolerance?: number;
+  /** Doublings before the search gives up bracketing (capacity then a lower bound; default 20). */
+  readonly maxDoublings?: number;
+}
+
+export function runCapacityTask(task: CapacityTask): Capacity {
+  return scenarioCapacity(task.scenario, {
+    criterion: task.criterion,
+    ...(task.low === undefined ? {} : { low: task.low }),
+    ...(task.relativeTolerance === undefined ? {} : { relativeTolerance: task.relativeTolerance }),
+    ...(task.maxDoublings === undefined ? {} : { maxDoublings: task.maxDoublings }),
+  });
+}

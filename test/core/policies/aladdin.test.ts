@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { BatchShape, CostModel } from '../../../src/core/cost-model/types.ts';
+import type { AladdinOptions } from '../../../src/core/policies/aladdin/options.ts';
+import { AladdinPolicy } from '../../../src/core/policies/aladdin/policy.ts';
+import { createGlobalPolicy } from '../../../src/core/policies/registry.ts';
+import type { Role, RouteRequest } from '../../../src/core/types.ts';
+import { seq } from '../../helpers/simple-cost-model.ts';
+
+/**
+ * A cost model whose Eq. 3 is exact: a decode step of b requests at mean context l takes
+ * (1e-6·l + 1e-3)·b + 0.01 s, so Eq. 4's context limit at ATGT 50 ms is 40,000 - 1,000·b tokens.
+ * A prefill of n tokens alone takes 0.011 + 1.01e-4·n - 1e-4 s (about 1 s for 10,000 tokens).
+ */
+const costModel: CostModel = {
+  name: 'eq3',
+  iterationTime: (b: BatchShape) =>
+    0.01 + 0.001 * b.requests + 1e-6 * b.seqTokens + 1e-4 * (b.newTokens - b.requests),
+  prefillTime: (n: number) => (n > 0 ? 0.011 + 1e-6 * n + 1e-4 * (n - 1) : 0),
+  decodeTime: (k: number) => 0.011 * k,
+  kvBytesPerToken: 1,
+  kvCapacityTokens: Number.POSITIVE_INFINITY,
+};
+
+function policy(
+  options: AladdinOptions,
+  roles: readonly Role[],
+  kvCapacityTokens = Number.POSITIVE_INFINITY,
+) {
+  const p = new AladdinPolicy(
+    { refit: false, defaultOutputTokens: 100, theta: 1, gamma: 0.5, ...options },
+    { costModel, slo: { ttft: 10, tpot: 0.05 } },
+  );
+  roles.forEach((role, i) => {
+    p.instanceAdded(i, { kvCapacityTokens, ...(role === 'mixed' ? {} : { role }) }, 0);
+  });
+  return p;
+}
+
+let n = 0;
+const request = (tokens: number, extra: Partial<RouteRequest> = {}): RouteRequest => ({
+  id: `r${n++}`,
+  tokens: seq(tokens, 0),
+  arrival: 0,
+  ...extra,
+});
+
+/** Route and admit (its prefill started: TTFT no longer binds it). */
+function routeStarted(p: AladdinPolicy, tokens: number) {
+  const r = request(tokens);
+  const d = p.route(r, 0);
+  p.requestStarted(r.id, 0);
+  return d;
+}
+
+test('best fit fills the most loaded worker that fits, where least-load spreads', () => {
+  const p = policy({}, ['mixed', 'mixed', 'mixed']);
+  const chosen = [1, 2, 3, 4].map(() => routeStarted(p, 100));
+  assert.deepEqual(
+    chosen.map((d) => d.instance),
+    [0, 0, 0, 0],
+  );
+  assert.ok(chosen.every((d) => d.branch === 'best-fit'));
+  assert.equal(p.workersWanted(0), 1);
+});
+
+test('(b) ATGT: the fourth 10,000-token prompt passes Eq. 4 on a worker holding three and goes to the next', () => {
+  // Each counts 10,000 + 0.5 x 100 = 10,050 tokens; 3 x 10,050 <= 37,000, 4 x 10,050 > 36,000.
+  const p = policy({}, ['mixed', 'mixed']);
+  const chosen = [1, 2, 3, 4].map(() => routeStarted(p, 10_000).instance);
+  assert.deepEqual(chosen, [0, 0, 0, 1]);
+});
+
+test('(b) with theta: 0.75 of the limit holds two of them, not three', () => {
+  const p = policy({ theta: 0.75 }, ['mixed', 'mixed']);
+  const chosen = [1, 2, 3].map(() => routeStarted(p, 10_000).instance);
+  assert.deepEqual(chosen, [0, 0, 1]);
+});
+
+test('(c) TTFT: prompts not yet started must all prefill within the tightest remaining TTFT', () => {
+  const p = policy({ ttft: 1 }, ['mixed', 'mixed']);
+  // 5,000 tokens: 0.516 s; two of them 1.02 s > 1 s.
+  assert.equal(p.route(request(5000), 0).instance, 0);
+  assert.equal(p.route(request(5000), 0).instance, 1);
+  // A request's own SLO comes first: 0.3 s does not fit beside 5,000 queued tokens anywhere.
+  const d = p.route(request(1000, { slo: { ttft: 0.3, tpot: 0.05 } }), 0);
+  assert.equal(d.branch, 'overflow');
+});
+
+test('(e) KV: the peak of the future iterations within the worker memory', () => {
+  // Each holds up to 300 + 100 tokens; two peak at 800 - 1 before the first ends, three at 1,200 > 1,000.
+  const p = policy({}, ['mixed', 'mixed'], 1000);
+  assert.deepEqual(
+    [1, 2, 3].map(() => routeStarted(p, 300).instance),
+    [0, 0, 1],
+  );
+});
+
+test('when no worker fits, it runs on the least loaded one and asks for a virtual worker', () => {
+  const p = policy({}, ['mixed'], 1000);
+  routeStarted(p, 300);
+  routeStarted(p, 300);
+  assert.equal(p.workersWanted(0), 1);
+  const r = request(300);
+  const d = p.route(r, 0);
+  assert.deepEqual([d.instance, d.branch], [0, 'overflow']);
+  assert.equal(p.workersWanted(0), 2);
+  p.requestFinished(r.id, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 100 });
+  assert.equal(p.workersWanted(1), 1);
+});
+
+test('split phase: prefill by TTFT alone, decode by best fit when the KV is ready', () => {
+  const p = policy({}, ['prefill', 'prefill', 'decode', 'decode']);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = request(200);
+    const d = p.route(r, 0);
+    assert.equal(d.decode, 'at-kv-ready');
+    assert.equal(d.branch, 'prefill-best-fit');
+    assert.ok(d.instance === 0 || d.instance === 1);
+    p.requestStarted(r.id, 0);
+    p.requestFirstToken(r.id, 0.1);
+    ids.push(r.id);
+  }
+  const decodes = ids.map((id) => p.routeDecode(id, 0, 200, 0.1));
+  assert.deepEqual(decodes, [2, 2, 2]);
+  assert.equal(p.inflight(2), 3);
+  assert.equal(p.workersWanted(0.1), 1);
+});
+
+test('the registry builds it with the run SLO, and refuses knobs out of range', () => {
+  const p = createGlobalPolicy('aladdin', { costModel, slo: { ttft: 2, tpot: 0.05 } });
+  assert.equal(p.name, 'aladdin');
+  assert.throws(
+    () => createGlobalPolicy('aladdin', { costModel }, { gamma: 2 }),
+    /gamma must be in \[0, 1\]/,
+  );
+  assert.throws(
+    () => createGlobalPolicy('aladdin', { costModel }, { theta: 0 }),
+    /theta must be in \(0, 1\]/,
+  );
+});
+
+test('an overrun is re-predicted at the tick: the longer output then weighs on placement', () => {
+  // One decoding request, predicted 100 tokens; after 5 s at 11-13 ms a step it has run ~380-440.
+  const p = policy({}, ['mixed', 'mixed'], 800);
+  const r = request(300);
+  p.route(r, 0);
+  p.requestStarted(r.id, 0);
+  p.requestFirstToken(r.id, 0.05);
+  const probe = (now: number) => {
+    const q = request(300);
+    const d = p.route(q, now);
+    p.requestFinished(q.id, now, { promptTokens: 300, cachedTokens: 0, outputTokens: 1 });
+    return d.instance;
+  };
+  // At 5 s, as predicted: it has 1 token to go (estimate capped at the prediction): a probe fits beside it.
+  assert.equal(probe(5), 0);
+  p.tick(5);
+  // Re-predicted (doubled, past what it ran): ~380 or more run, so 680 held plus the probe's 300 pass 800.
+  assert.equal(probe(5), 1);
+});

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import {
+  highestPassingRate,
+  meetsCriterion,
+  p99SchedulingDelay,
+  scenarioCapacity,
+} from '../../src/search/capacity.ts';
+import type { ScenarioSpec } from '../../src/search/scenario.ts';
+import type { SimRecord } from '../../src/sim/record.ts';
+import type { SimReport } from '../../src/sim/run.ts';
+
+function record(arrival: number, start: number): SimRecord {
+  return { arrival, start } as SimRecord;
+}
+
+describe('highestPassingRate', () => {
+  test('finds a threshold within the tolerance, from below', () => {
+    fc.assert(
+      fc.property(fc.double({ min: 0.6, max: 500, noNaN: true }), (threshold) => {
+        const { rps, bracketed } = highestPassingRate((r) => r <= threshold, {
+          low: 0.5,
+          relativeTolerance: 0.01,
+        });
+        assert.ok(bracketed);
+        assert.ok(rps <= threshold && rps >= threshold * 0.98, `${rps} vs ${threshold}`);
+      }),
+    );
+  });
+});
+
+describe('criteria', () => {
+  test('p99 scheduling delay counts a request never admitted as waiting forever', () => {
+    const records = Array.from({ length: 99 }, (_, i) => record(i, i + 1));
+    assert.equal(p99SchedulingDelay(records), 1);
+    assert.equal(p99SchedulingDelay([...records, record(0, -1), record(0, -1)]), Number.POSITIVE_INFINITY);
+  });
+
+  test('slo criteria read the attainment of the metric asked for', () => {
+    const report = { sloAttainment: { ttft: 0.95, tpot: 0.5, both: 0.5 } } as SimReport;
+    assert.ok(meetsCriterion({ kind: 'slo', metric: 'ttft' }, report, []));
+    assert.ok(!meetsCriterion({ kind: 'slo' }, report, []));
+    assert.ok(meetsCriterion({ kind: 'slo', target: 0.5 }, report, []));
+    assert.ok(meetsCriterion({ kind: 'delay', p99Seconds: 5 }, report, [record(0, 4)]));
+    assert.ok(!meetsCriterion({ kind: 'delay', p99Seconds: 5 }, report, [record(0, 6)]));
+  });
+});
+
+describe('scenarioCapacity', () => {
+  const scenario: ScenarioSpec = {
+    workload: 'synthetic:in=256,out=32',
+    requests: 60,
+    seed: 1,
+    slo: { ttft: 0.5, tpot: 0.05 },
+    policy: 'round-robin',
+    fleet: { instances: [{ model: 'llama3-8b', gpu: 'h100', maxRunning: 16 }] },
+  };
+
+  test('is deterministic and the capacity passes while the next probe above it fails', () => {
+    const a = scenarioCapacity(scenario, { criterion: { kind: 'slo' }, relativeTolerance: 0.1 });
+    const b = scenarioCapacity(scenario, { criterion: { kind: 'slo' }, relativeTolerance: 0.1 });
+    assert.deepEqual(a, b);
+    assert.ok(a.rps > 0 && a.bracketed);
+    assert.ok(a.probes.some((p) => p.rps === a.rps && p.passed));
+    assert.ok(a.probes.some((p) => p.rps > a.rps && !p.passed));
+  });
+});

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { noCache } from '../../src/search/cache.ts';
+import { planDistServeHere } from '../../src/search/distserve.ts';
+import type { PlanRequest } from '../../src/search/request.ts';
+import { planSplitwise } from '../../src/search/splitwise.ts';
+
+const request: PlanRequest = {
+  base: { workload: 'synthetic:in=256,out=16', requests: 40, seed: 0, slo: { ttft: 0.5, tpot: 0.05 } },
+  criterion: { kind: 'slo', target: 0.9 },
+  space: {
+    model: 'llama3-8b',
+    gpus: ['a100', 'h100'],
+    tensorParallel: [1],
+    pipelineParallel: [1],
+    maxRunning: [16],
+    chunkTokens: [512],
+    queuePolicies: ['fcfs'],
+    policies: ['round-robin'],
+    layouts: [{ kind: 'colocated', replicas: 1 }],
+  },
+  relativeTolerance: 0.2,
+};
+
+describe('the distserve question', () => {
+  test('one best configuration per phase, replicas = ceil(rate / goodput), the fleet checked at the rate', () => {
+    const plan = planDistServeHere({ ...request, rate: 6 }, noCache);
+    assert.equal(plan.configurations, 4);
+    const phases = plan.details?.phases as { phase: string; goodput: number; replicas: number }[];
+    assert.deepEqual(
+      phases.map((p) => p.phase),
+      ['prefill', 'decode'],
+    );
+    for (const p of phases) assert.equal(p.replicas, Math.ceil(6 / p.goodput - 1e-9));
+    assert.ok(plan.best?.verification !== undefined);
+    const roles = plan.best.instances.map((i) => [i.role, i.count]);
+    assert.deepEqual(
+      roles,
+      phases.map((p) => [p.phase, p.replicas]),
+    );
+  });
+});
+
+describe('the splitwise question', () => {
+  test('every grid point spends the budget, the colocated baseline competes', async () => {
+    const plan = await planSplitwise(
+      request,
+      { budget: 'cost', machines: 3 },
+      { threads: 0, cache: noCache },
+    );
+    const details = plan.details as {
+      budget: { value: number };
+      grid: { costPerHour: number; prompt: number; token: number }[];
+    };
+    assert.ok(Math.abs(details.budget.value - 3 * 2.2) < 1e-9);
+    assert.ok(details.grid.length > 0);
+    for (const g of details.grid) {
+      assert.ok(g.costPerHour <= details.budget.value + 1e-9);
+      assert.ok(g.costPerHour + 2.2 > details.budget.value, 'another A100 machine would fit');
+    }
+    assert.equal(plan.configurations, details.grid.length + 1);
+    assert.ok(plan.best !== undefined);
+  });
+});
