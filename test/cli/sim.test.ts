@@ -212,7 +212,9 @@ test('preble sim --fleet: 4M is --instances 4; a file of instances with their ow
   const fleet = JSON.parse((await runCli([...base, '--fleet', '4M'])).stdout);
   const plain = JSON.parse((await runCli([...base, '--instances', '4'])).stdout);
   assert.equal(fleet.gpus, 4);
-  const { gpus: _gpus, ...rest } = fleet;
+  // A fleet also reports its price: four A6000s at their listed $0.80 (gpu-shapes.ts).
+  const { gpus: _gpus, costPerHour, ...rest } = fleet;
+  assert.ok(Math.abs(costPerHour - 4 * 0.8) < 1e-9, String(costPerHour));
   assert.deepEqual(rest, plain);
   const dir = mkdtempSync(join(tmpdir(), 'preble-fleet-'));
   const file = join(dir, 'fleet.yaml');
@@ -226,7 +228,8 @@ test('preble sim --fleet: 4M is --instances 4; a file of instances with their ow
   assert.equal(report.instances, 3);
   assert.equal(report.perInstance.length, 3);
   assert.equal(report.gpus, 3);
-  assert.equal(report.costPerHour, undefined, 'the A6000s have no price, so the fleet has none');
+  // Two A6000s at their listed $0.80 (gpu-shapes.ts) and the H100 at the spec's price.
+  assert.ok(Math.abs(report.costPerHour - (2 * 0.8 + 4.75)) < 1e-9, String(report.costPerHour));
 });
 
 test('preble sim with SLOs shows the share meeting them in its table', async () => {

@@ -1,10 +1,15 @@
 import type { CostModel, GpuShape, ModelShape } from './types.ts';
 
-/** One model instance: a model served tensor-parallel over `gpuCount` identical GPUs. */
+/**
+ * One model instance: a model served over `gpuCount` identical GPUs, tensor-parallel unless `pipelineStages`
+ * says how many of them are pipeline stages (gpuCount = tensor-parallel degree x stages).
+ */
 export interface Instance {
   readonly model: ModelShape;
   readonly gpu: GpuShape;
   readonly gpuCount: number;
+  /** Pipeline stages (default 1); each stage holds layers / stages over gpuCount / stages GPUs. */
+  readonly pipelineStages?: number;
   /** Share of GPU memory the engine may use for weights and KV (SGLang mem-fraction, vLLM gpu utilization). */
   readonly memoryFraction: number;
 }

@@ -40,7 +40,8 @@ export const LLAMA3_70B_H100_GPU_COUNT = 4;
  * ops for 1..64 tokens (`npx tsx scripts/fit-vidur.ts
  * ../shared/data/vidur-profiling/h100/meta-llama/Llama-2-70b-hf/mlp.csv --tp 4 --layers 80`); the roofline
  * reads the weights in 15.04 ms. Neither counts the tensor-parallel all-reduces, so steps are optimistic by
- * that much.
+ * that much: `roofline:llama3-70b@h100x4` (parallel.ts) adds them, 2 x 80 x 10 us = 1.6 ms per decode step;
+ * this preset keeps the roofline without them, as its published reports were made.
  *
  * Batches with prefill work: the published fit for the prefill (splitBatch reads the batch as one prefill
  * beside decodes), plus the decode rows: their tokens at b as before, their context at the roofline's KV-read

@@ -1,8 +1,11 @@
 import type { ModelShape } from './types.ts';
 
 /**
- * Shapes of the models the presets and the roofline know, from each model's Hugging Face config.json
- * (parameter counts are the exact safetensors totals). All fp16/bf16.
+ * The model catalog: shapes of the models the presets and the roofline know, from each model's published
+ * config (Hugging Face config.json; OPT-175B from the OPT paper). All fp16/bf16. `params` is the exact
+ * safetensors total where the weights are published, otherwise the count that follows from the config
+ * (stated per model). Every MLP here is gated (SwiGLU, three matrices of hidden x mlpHidden) except OPT's
+ * (fc1 and fc2, two matrices, with biases).
  */
 export const MODEL_SHAPES = {
   'mistral-7b': {
@@ -15,6 +18,10 @@ export const MODEL_SHAPES = {
     headDim: 128,
     bytesPerParam: 2,
     bytesPerKv: 2,
+    mlpHidden: 14_336,
+    gatedMlp: true,
+    vocab: 32_000,
+    source: 'mistralai/Mistral-7B-v0.1 config.json',
   },
   'llama2-7b': {
     name: 'llama2-7b',
@@ -26,6 +33,10 @@ export const MODEL_SHAPES = {
     headDim: 128,
     bytesPerParam: 2,
     bytesPerKv: 2,
+    mlpHidden: 11_008,
+    gatedMlp: true,
+    vocab: 32_000,
+    source: 'meta-llama/Llama-2-7b-hf config.json',
   },
   // Llama-2-13B (meta-llama/Llama-2-13b-hf config.json): 40 layers, hidden 5120, 40 heads (no GQA),
   // MLP 13824, vocab 32000; params = 40 x (4 x 5120^2 + 3 x 5120 x 13824 + 2 x 5120) + 2 x 32000 x 5120 + 5120.
@@ -40,6 +51,27 @@ export const MODEL_SHAPES = {
     headDim: 128,
     bytesPerParam: 2,
     bytesPerKv: 2,
+    mlpHidden: 13_824,
+    gatedMlp: true,
+    vocab: 32_000,
+    source: 'meta-llama/Llama-2-13b-hf config.json',
+  },
+  // Llama-2-70B: the layer shapes of Llama-3-70B with a 32k vocabulary; params = 80 x 855,654,400 per layer
+  // + 2 x 32000 x 8192 + 8192.
+  'llama2-70b': {
+    name: 'llama2-70b',
+    params: 68_976_648_192,
+    layers: 80,
+    hidden: 8192,
+    heads: 64,
+    kvHeads: 8,
+    headDim: 128,
+    bytesPerParam: 2,
+    bytesPerKv: 2,
+    mlpHidden: 28_672,
+    gatedMlp: true,
+    vocab: 32_000,
+    source: 'meta-llama/Llama-2-70b-hf config.json',
   },
   'llama3-8b': {
     name: 'llama3-8b',
@@ -51,6 +83,10 @@ export const MODEL_SHAPES = {
     headDim: 128,
     bytesPerParam: 2,
     bytesPerKv: 2,
+    mlpHidden: 14_336,
+    gatedMlp: true,
+    vocab: 128_256,
+    source: 'meta-llama/Meta-Llama-3-8B config.json',
   },
   'llama3-70b': {
     name: 'llama3-70b',
@@ -62,6 +98,76 @@ export const MODEL_SHAPES = {
     headDim: 128,
     bytesPerParam: 2,
     bytesPerKv: 2,
+    mlpHidden: 28_672,
+    gatedMlp: true,
+    vocab: 128_256,
+    source: 'meta-llama/Meta-Llama-3-70B config.json',
+  },
+  // OPT (facebook/opt-* config.json: ffn_dim = 4 x hidden, vocab 50272, 2048 positions, tied embeddings);
+  // params from the config: per layer 4 h^2 + 8 h^2 weights plus biases and two layer norms (13 h + 4 f),
+  // plus token and position embeddings (2050 positions) and the final norm. The models of DistServe.
+  'opt-13b': {
+    name: 'opt-13b',
+    params: 12_853_473_280,
+    layers: 40,
+    hidden: 5120,
+    heads: 40,
+    kvHeads: 40,
+    headDim: 128,
+    bytesPerParam: 2,
+    bytesPerKv: 2,
+    mlpHidden: 20_480,
+    gatedMlp: false,
+    vocab: 50_272,
+    source: 'facebook/opt-13b config.json (params computed from it)',
+  },
+  'opt-66b': {
+    name: 'opt-66b',
+    params: 65_719_701_504,
+    layers: 64,
+    hidden: 9216,
+    heads: 72,
+    kvHeads: 72,
+    headDim: 128,
+    bytesPerParam: 2,
+    bytesPerKv: 2,
+    mlpHidden: 36_864,
+    gatedMlp: false,
+    vocab: 50_272,
+    source: 'facebook/opt-66b config.json (params computed from it)',
+  },
+  'opt-175b': {
+    name: 'opt-175b',
+    params: 174_604_468_224,
+    layers: 96,
+    hidden: 12_288,
+    heads: 96,
+    kvHeads: 96,
+    headDim: 128,
+    bytesPerParam: 2,
+    bytesPerKv: 2,
+    mlpHidden: 49_152,
+    gatedMlp: false,
+    vocab: 50_272,
+    source: 'OPT paper (Zhang et al. 2022) Table 1: 96 layers, 96 heads, d_model 12288 (params computed)',
+  },
+  // Qwen-72B (Qwen/Qwen-72B config.json): MHA (64 KV heads, 8x Llama-2-70B's KV per token, Vidur's MHA case);
+  // its config's intermediate_size 49152 is twice the MLP width (w1 and w2 each take half), so 24576 here;
+  // untied 152,064-token embedding and LM head; params computed from the config.
+  'qwen-72b': {
+    name: 'qwen-72b',
+    params: 72_287_920_128,
+    layers: 80,
+    hidden: 8192,
+    heads: 64,
+    kvHeads: 64,
+    headDim: 128,
+    bytesPerParam: 2,
+    bytesPerKv: 2,
+    mlpHidden: 24_576,
+    gatedMlp: true,
+    vocab: 152_064,
+    source: 'Qwen/Qwen-72B config.json (params computed from it)',
   },
 } as const satisfies Record<string, ModelShape>;
 

@@ -1,4 +1,5 @@
-import { GPU_ALIASES, GPU_SHAPES, type GpuName } from './gpu-shapes.ts';
+import { findGpu, findModel, gpuNamesWithAliases, modelNames } from './catalog.ts';
+import { GPU_ALIASES, GPU_SHAPES } from './gpu-shapes.ts';
 import {
   DEFAULT_MEMORY_FRACTION,
   type Instance,
@@ -17,9 +18,9 @@ import {
   llamaCppCpuCostModel,
   ONE_EPYC_THREAD,
 } from './llamacpp-small-cpu.ts';
-import { MODEL_SHAPES, type ModelName } from './model-shapes.ts';
+import { MODEL_SHAPES } from './model-shapes.ts';
+import { parallelCostModel } from './parallel.ts';
 import { prebleMistralA6000CostModel } from './preble-mistral-a6000.ts';
-import { rooflineCostModel } from './roofline.ts';
 import type { CostModel } from './types.ts';
 
 export interface PresetOverrides {
@@ -71,18 +72,9 @@ const NAMED_PRESETS: Readonly<Record<string, NamedPreset>> = {
   },
 };
 
-const ROOFLINE_NAME = /^roofline:([^@]+)@(.+?)(?:x(\d+))?$/;
+const ROOFLINE_NAME = /^roofline:([^@]+)@(.+?)(?:x(\d+))?(?:p(\d+))?$/;
 const LISTED_GPU_COUNTS = [1, 2, 4, 8];
 const SHORT_GPU_NAMES = new Map(Object.entries(GPU_ALIASES).map(([alias, gpu]) => [gpu as string, alias]));
-
-function lookupGpu(name: string): (typeof GPU_SHAPES)[GpuName] | undefined {
-  const key = Object.hasOwn(GPU_SHAPES, name) ? (name as GpuName) : GPU_ALIASES[name];
-  return key === undefined ? undefined : GPU_SHAPES[key];
-}
-
-function lookupModel(name: string): (typeof MODEL_SHAPES)[ModelName] | undefined {
-  return Object.hasOwn(MODEL_SHAPES, name) ? MODEL_SHAPES[name as ModelName] : undefined;
-}
 
 /** The named presets, then one roofline name per model and GPU, with the fewest GPUs (of 1, 2, 4, 8) that fit. */
 export function presetNames(): string[] {
@@ -105,23 +97,22 @@ export function presetNames(): string[] {
 export function describeCostModelPresets(): string[] {
   return [
     ...Object.entries(NAMED_PRESETS).map(([name, preset]) => `${name}: ${preset.summary}`),
-    `roofline:MODEL@GPU[xTP]: roofline from the model's shape and the GPU's (models: ${Object.keys(MODEL_SHAPES).join(', ')}; GPUs: ${[...Object.keys(GPU_SHAPES), ...Object.keys(GPU_ALIASES)].join(', ')})`,
+    `roofline:MODEL@GPU[xTP][pPP]: roofline from the model's shape and the GPU's over TP tensor-parallel GPUs (all-reduces per layer) in PP pipeline stages, e.g. roofline:opt-66b@a100-80gx4p2 (models: ${modelNames().join(', ')}; GPUs: ${gpuNamesWithAliases().join(', ')})`,
   ];
 }
 
 function unknownPreset(name: string): Error {
   return new Error(
     `unknown cost-model preset "${name}"; valid names: ${presetNames().join(', ')}. ` +
-      `Roofline names are roofline:<model>@<gpu>[x<tensor-parallel GPUs>] with model one of ` +
-      `${Object.keys(MODEL_SHAPES).join(', ')} and gpu one of ` +
-      `${[...Object.keys(GPU_SHAPES), ...Object.keys(GPU_ALIASES)].join(', ')}`,
+      `Roofline names are roofline:<model>@<gpu>[x<tensor-parallel GPUs>][p<pipeline stages>] with model ` +
+      `one of ${modelNames().join(', ')} and gpu one of ${gpuNamesWithAliases().join(', ')}`,
   );
 }
 
 /**
  * A cost model by name: `mistral-7b-a6000`, `llama3-70b-h100`, `llama2-7b-h100`, `llamacpp-small-cpu`, or
- * `roofline:<model>@<gpu>[x<TP>]` (e.g. `roofline:llama3-8b@h100x1`). Throws, listing the valid names,
- * for anything else, and when the model does not fit the GPUs.
+ * `roofline:<model>@<gpu>[x<TP>][p<PP>]` (e.g. `roofline:llama3-8b@h100x1`, `roofline:opt-66b@a100-80gx4p2`:
+ * parallelCostModel). Throws, listing the valid names, for anything else, and when the model does not fit.
  */
 export function costModelPreset(name: string, overrides: PresetOverrides = {}): InstanceCostModel {
   const memoryFraction = overrides.memoryFraction ?? DEFAULT_MEMORY_FRACTION;
@@ -135,15 +126,17 @@ export function costModelPreset(name: string, overrides: PresetOverrides = {}): 
     return { ...named.build(instanceKvMemory(instance, capacity)), instance };
   }
   const match = ROOFLINE_NAME.exec(name);
-  const model = match ? lookupModel(match[1]!) : undefined;
-  const gpu = match ? lookupGpu(match[2]!) : undefined;
-  const gpuCount = match?.[3] === undefined ? 1 : Number(match[3]);
-  if (model === undefined || gpu === undefined || gpuCount < 1) throw unknownPreset(name);
-  return rooflineCostModel({
+  const model = match ? findModel(match[1]!) : undefined;
+  const gpu = match ? findGpu(match[2]!) : undefined;
+  const tp = match?.[3] === undefined ? 1 : Number(match[3]);
+  const pp = match?.[4] === undefined ? 1 : Number(match[4]);
+  if (model === undefined || gpu === undefined || tp < 1 || pp < 1) throw unknownPreset(name);
+  return parallelCostModel({
     name,
     model,
     gpu,
-    gpuCount,
+    tp,
+    pp,
     memoryFraction,
     kvCapacityTokens: overrides.kvCapacityTokens,
   });

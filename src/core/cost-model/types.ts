@@ -26,6 +26,14 @@ export interface ModelShape {
   /** Bytes per parameter and per KV element (2 for fp16/bf16). */
   readonly bytesPerParam: number;
   readonly bytesPerKv: number;
+  /** MLP (feed-forward) width; optional, for per-layer weight counts (validation against per-op profiles). */
+  readonly mlpHidden?: number;
+  /** Whether the MLP is gated (SwiGLU: three matrices) rather than two (OPT's fc1/fc2). */
+  readonly gatedMlp?: boolean;
+  /** Vocabulary size. */
+  readonly vocab?: number;
+  /** Where the shape comes from. */
+  readonly source?: string;
 }
 
 export interface GpuShape {
@@ -35,6 +43,15 @@ export interface GpuShape {
   readonly peakFlops: number;
   /** Memory bandwidth in bytes/s. */
   readonly bandwidth: number;
+  /**
+   * GPU-to-GPU bandwidth inside a node, bytes/s per direction per GPU (NVLink, or PCIe where the GPU has
+   * no NVLink): what a ring all-reduce and a pipeline send run at. Optional: stand-ins (CPU) have none.
+   */
+  readonly interconnectBandwidth?: number;
+  /** The link that number describes (`NVLink 3`, `PCIe 4.0 x16`). */
+  readonly interconnect?: string;
+  /** Where the numbers come from. */
+  readonly source?: string;
 }
 
 export interface CostModel {

@@ -108,11 +108,12 @@ test('prices: the spec wins, else GPUs x the listed GPU price (Splitwise Table I
   assert.ok(Math.abs(fleetCostPerHour(fleet.instances)! - 24.2) < 1e-12);
   assert.equal(fleetPowerWatts(fleet.instances), 5 * 700 + 400);
   assert.equal(perGpu(12, fleet.instances), 2);
-  const a6000 = buildFleet(parseFleetConfig([{ model: 'mistral-7b-a6000', count: 2 }])).instances;
-  assert.equal(a6000[0]!.pricePerHour, undefined);
-  assert.equal(fleetCostPerHour(a6000), undefined);
-  assert.equal(fleetPowerWatts(a6000), undefined);
-  assert.equal(fleetGpuCount(a6000), 2);
+  // Every catalog GPU has a listed price now; the CPU stand-in has none.
+  const cpu = buildFleet(parseFleetConfig([{ model: 'llamacpp-small-cpu', count: 2 }])).instances;
+  assert.equal(cpu[0]!.pricePerHour, undefined);
+  assert.equal(fleetCostPerHour(cpu), undefined);
+  assert.equal(fleetPowerWatts(cpu), undefined);
+  assert.equal(fleetGpuCount(cpu), 2);
 });
 
 test('instances fill nodes of gpusPerNode GPUs in order; the link follows the nodes', () => {
@@ -177,7 +178,7 @@ test('every error names its field in one line', () => {
   fails([{ role: 'mixed' }], 'instances.0.model', /required \(the run names no model\)/);
   fails([{ model: 'gpt-9' }], 'instances.0.model', /unknown cost-model preset "gpt-9".*or a bare model name/);
   fails([{ model: 'llama3-8b' }], 'instances.0.gpu', /required with a bare model name \('llama3-8b'\)/);
-  fails([{ model: 'llama3-8b', gpu: 'v100' }], 'instances.0.gpu', /unknown GPU 'v100'; valid: a6000/);
+  fails([{ model: 'llama3-8b', gpu: 'tpu' }], 'instances.0.gpu', /unknown GPU 'tpu'; valid: a6000/);
   fails([{ model: 'llama3-70b', gpu: 'a6000' }], 'instances.0.tensorParallel', /does not fit on 1 x a6000/);
   fails(
     [{ model: 'llama3-70b-h100', gpu: 'a100' }],
