@@ -1,6 +1,7 @@
 import { ablation } from './ablation.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
+import { distservePlacement } from './distserve-placement.ts';
 import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
@@ -17,6 +18,7 @@ export const experiments: readonly Experiment[] = [
   splitwise,
   prefixDisagg,
   vidurSearch,
+  distservePlacement,
 ];
 
 export function findExperiment(name: string): Experiment {
