@@ -2,6 +2,7 @@ import { ablation } from './ablation.ts';
 import { aladdin } from './aladdin.ts';
 import { azureMixed } from './azure-mixed.ts';
 import { distserve } from './distserve.ts';
+import { distservePlacement } from './distserve-placement.ts';
 import { policies } from './policies.ts';
 import { prebleE2e } from './preble-e2e.ts';
 import { prefixDisagg } from './prefix-disagg.ts';
@@ -20,6 +21,7 @@ export const experiments: readonly Experiment[] = [
   splitwise,
   prefixDisagg,
   vidurSearch,
+  distservePlacement,
   schedulers,
   tetriinfer,
   aladdin,

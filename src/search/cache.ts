@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Capacity } from './capacity.ts';
 import type { CapacityTask } from './task.ts';
 
-export const CACHE_VERSION = 2;
+export const CACHE_VERSION = 3;
 
 /** `~/.cache/preble/plan` (or under XDG_CACHE_HOME). */
 export function defaultCacheDir(): string {

@@ -13,7 +13,21 @@ export interface CapacityTask {
   readonly maxDoublings?: number;
 }
 
+/**
+ * A scenario whose run cannot start (a request longer than the KV memory left beside the weights) has
+ * capacity 0: that configuration cannot serve the workload.
+ */
 export function runCapacityTask(task: CapacityTask): Capacity {
+  try {
+    return capacityOf(task);
+  } catch (error) {
+    if (error instanceof Error && /needs \d+ KV tokens/.test(error.message))
+      return { rps: 0, bracketed: true, probes: [] };
+    throw error;
+  }
+}
+
+function capacityOf(task: CapacityTask): Capacity {
   return scenarioCapacity(task.scenario, {
     criterion: task.criterion,
     ...(task.low === undefined ? {} : { low: task.low }),

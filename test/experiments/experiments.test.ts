@@ -24,7 +24,7 @@ test('experiments build their grids and unknown names are refused with the list'
   assert.equal(ablation.length, 3 * 5);
   assert.throws(
     () => findExperiment('nope'),
-    /valid experiments: preble-e2e, ablation, azure-mixed, policies, distserve, splitwise, prefix-disagg, vidur-search, schedulers(, [a-z-]+)*$/,
+    /valid experiments: preble-e2e, ablation, azure-mixed, policies, distserve, splitwise, prefix-disagg, vidur-search, distserve-placement, schedulers, tetriinfer, aladdin$/,
   );
 });
 
