@@ -2,7 +2,8 @@
  * `preble plan`: which fleet serves a workload within its SLOs best (per dollar, GPU or kW), or most
  * cheaply at a target rate, by simulated capacity searches over a configuration space (src/search,
  * docs/planning.md). `--question` picks whose question: Vidur's (one configuration), DistServe's
- * (per-phase instances and replicas) or Splitwise's (prompt and token machines within a budget).
+ * (per-phase instances and replicas), Splitwise's (prompt and token machines within a budget) or
+ * Aladdin's (workers for a rate, GPUs per worker).
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -276,6 +277,8 @@ async function plan(flags: PlanFlags): Promise<void> {
     if (question === 'vidur') result = await (await import('../search/vidur.ts')).planVidur(request, run);
     else if (question === 'distserve')
       result = await (await import('../search/distserve.ts')).planDistServe(request, run);
+    else if (question === 'aladdin')
+      result = await (await import('../search/aladdin.ts')).planAladdin(request, run);
     else
       result = await (await import('../search/splitwise.ts')).planSplitwise(
         request,

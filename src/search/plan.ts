@@ -14,7 +14,7 @@ import {
 } from './evaluated.ts';
 import { cheapestForRate } from './for-rate.ts';
 
-export const questionNames = ['vidur', 'distserve', 'splitwise'] as const;
+export const questionNames = ['vidur', 'distserve', 'splitwise', 'aladdin'] as const;
 export type QuestionName = (typeof questionNames)[number];
 
 export interface ParetoPoint {

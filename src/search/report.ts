@@ -68,6 +68,13 @@ export function planSummary(plan: PlanResult, seconds: number): string {
     lines.push(
       `budget: ${budget.kind === 'cost' ? `$${fixed(budget.value, 2)}/h` : `${fixed(budget.value, 0)} W`} (${budget.machines} ${budget.gpu} machines); ${baseline.label}: ${fixed(baseline.capacity, 2)} req/s`,
     );
+  const sizing = plan.details?.sizing as
+    | { label: string; capacityPerWorker: number; workers: number; gpusPerWorker: number; gpus: number }[]
+    | undefined;
+  for (const w of (sizing ?? []).slice(0, 3))
+    lines.push(
+      `workers for ${fixed(Number(plan.details?.rate), 2)} req/s: ${w.workers} × (${w.label}), ${w.gpusPerWorker} GPU(s) each, ${w.gpus} GPUs; ${fixed(w.capacityPerWorker, 2)} req/s per worker`,
+    );
   lines.push(`Pareto front (capacity against cost): ${plan.pareto.length} configurations`);
   return lines.join('\n');
 }

@@ -37,7 +37,7 @@ describe('preble plan', () => {
       [['--slo', 'ttft=1'], /--slo: expected both ttft and tpot/],
       [['--layout', '2X'], /--layout: expected NM or NPMD/],
       [['--gpus', 'tpu'], /--gpus: unknown GPU 'tpu'/],
-      [['--question', 'oracle'], /--question: expected one of vidur, distserve, splitwise/],
+      [['--question', 'oracle'], /--question: expected one of vidur, distserve, splitwise, aladdin/],
       [['--workload', 'nope'], /unknown workload 'nope'/],
     ] as const) {
       const { code, stdout, stderr } = await runCli([...SMALL, ...args]);

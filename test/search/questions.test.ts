@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { planAladdinHere } from '../../src/search/aladdin.ts';
 import { noCache } from '../../src/search/cache.ts';
 import { planDistServeHere } from '../../src/search/distserve.ts';
 import type { PlanRequest } from '../../src/search/request.ts';
@@ -60,5 +61,35 @@ describe('the splitwise question', () => {
     }
     assert.equal(plan.configurations, details.grid.length + 1);
     assert.ok(plan.best !== undefined);
+  });
+});
+
+describe('the aladdin question', () => {
+  test('workers = ceil(rate / capacity per worker) for every GPU x TP, aladdin on one colocated worker', () => {
+    const plan = planAladdinHere(
+      { ...request, rate: 6, space: { ...request.space, tensorParallel: [1, 2] } },
+      noCache,
+    );
+    assert.equal(plan.question, 'aladdin');
+    assert.equal(plan.configurations, 4);
+    for (const e of plan.evaluated) assert.equal(e.scenario.policy, 'aladdin');
+    const sizing = plan.details?.sizing as {
+      capacityPerWorker: number;
+      workers: number;
+      gpusPerWorker: number;
+      gpus: number;
+    }[];
+    assert.ok(sizing.length > 0);
+    for (const w of sizing) {
+      assert.equal(w.workers, Math.ceil(6 / w.capacityPerWorker - 1e-9));
+      assert.equal(w.gpus, w.workers * w.gpusPerWorker);
+    }
+    // Ranked by the GPUs the workers take.
+    for (let i = 1; i < sizing.length; i++) assert.ok(sizing[i - 1]!.gpus <= sizing[i]!.gpus);
+    assert.ok(plan.best?.verification !== undefined, 'the chosen fleet simulated at the rate');
+  });
+
+  test('needs a target rate', () => {
+    assert.throws(() => planAladdinHere(request, noCache), /--question aladdin sizes workers for a rate/);
   });
 });
