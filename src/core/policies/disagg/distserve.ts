@@ -2,6 +2,7 @@ import { NoInstanceAvailableError } from '../../cluster-view.ts';
 import type { InstanceId, RouteDecision, RouteRequest, Tokens } from '../../types.ts';
 import { BasePolicy, NO_COSTS } from '../base-policy.ts';
 import { indexAfter } from '../support/index-after.ts';
+import { hasRoles, withRole } from '../support/roles.ts';
 
 /** DistServe's router has no options yet. */
 export type DistServeOptions = Record<string, never>;
@@ -42,10 +43,10 @@ export class DistServePolicy extends BasePolicy {
   }
 
   protected choose(_request: RouteRequest, _now: number, active: readonly InstanceId[]): RouteDecision {
-    const prefill = this.withRole(active, 'prefill');
+    const prefill = withRole(this.view, active, 'prefill');
     if (prefill.length === 0) {
       throw new Error(
-        this.hasRoles()
+        hasRoles(this.view)
           ? 'distserve: no active prefill instance to take the request'
           : 'distserve: the fleet has no prefill and decode instances; distserve needs a disaggregated fleet (e.g. --fleet 2P1D)',
       );
@@ -62,7 +63,7 @@ export class DistServePolicy extends BasePolicy {
   }
 
   routeDecode(id: string, _prefillInstance: InstanceId, _kvTokens: number, now: number): InstanceId {
-    const decode = this.withRole(this.view.active, 'decode');
+    const decode = withRole(this.view, this.view.active, 'decode');
     if (decode.length === 0) throw new NoInstanceAvailableError();
     const instance = this.view.leastInflight(decode, indexAfter(decode, this.lastDecode));
     this.lastDecode = instance;
@@ -73,13 +74,4 @@ export class DistServePolicy extends BasePolicy {
   kvReady(_id: string, _prefillInstance: InstanceId, _path: Tokens, _now: number): void {}
 
   kvArrived(_id: string, _decodeInstance: InstanceId, _path: Tokens, _now: number): void {}
-
-  private withRole(ids: readonly InstanceId[], role: 'prefill' | 'decode'): InstanceId[] {
-    return ids.filter((id) => this.view.state(id)?.info.role === role);
-  }
-
-  private hasRoles(): boolean {
-    for (const s of this.view.known()) if (s.info.role === 'prefill' || s.info.role === 'decode') return true;
-    return false;
-  }
 }

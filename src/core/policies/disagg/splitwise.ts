@@ -11,6 +11,7 @@ import type {
 } from '../../types.ts';
 import { BasePolicy, NO_COSTS } from '../base-policy.ts';
 import { indexAfter } from '../support/index-after.ts';
+import { hasRoles, withRole } from '../support/roles.ts';
 
 export interface SplitwiseOptions {
   /**
@@ -141,10 +142,10 @@ export class SplitwisePolicy extends BasePolicy {
     const o = this.options;
     const promptTokens = request.tokens.length;
     const decodeTokens = Math.max(1, request.outputLenHint ?? o.defaultOutputTokens);
-    const prompts = this.withRole(active, 'prefill');
-    const tokens = this.withRole(active, 'decode');
-    const mixed = this.withRole(active, 'mixed');
-    if (!this.hasRoles())
+    const prompts = withRole(this.view, active, 'prefill');
+    const tokens = withRole(this.view, active, 'decode');
+    const mixed = withRole(this.view, active, 'mixed');
+    if (!hasRoles(this.view))
       throw new Error(
         'splitwise: the fleet has no prefill and decode instances; splitwise needs a disaggregated fleet (e.g. --fleet 2P1D)',
       );
@@ -317,14 +318,5 @@ export class SplitwisePolicy extends BasePolicy {
 
   private add(queue: number[], instance: InstanceId, tokens: number): void {
     queue[instance] = (queue[instance] ?? 0) + tokens;
-  }
-
-  private withRole(ids: readonly InstanceId[], role: Role): InstanceId[] {
-    return ids.filter((id) => (this.view.state(id)?.info.role ?? 'mixed') === role);
-  }
-
-  private hasRoles(): boolean {
-    for (const s of this.view.known()) if (s.info.role === 'prefill' || s.info.role === 'decode') return true;
-    return false;
   }
 }
