@@ -64,3 +64,18 @@ export async function settle(counts: () => Record<string, number>): Promise<void
   const c = counts();
   assert.deepEqual(c, Object.fromEntries(Object.keys(c).map((k) => [k, 0])));
 }
+
+/**
+ * The four requests the PD tests compare with colocated answers: completions and chat, each not
+ * streamed and streamed (asking for the usage chunk unless `streamUsage` is false), with `fields`.
+ */
+export function* requestShapes(prompt: string, fields: Record<string, unknown>, streamUsage = true) {
+  for (const kind of ['completions', 'chat'] as const) {
+    const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
+    const input = kind === 'chat' ? { messages: [{ role: 'user', content: prompt }] } : { prompt };
+    for (const stream of [false, true]) {
+      const usage = stream && streamUsage ? { stream_options: { include_usage: true } } : {};
+      yield { kind, stream, path, body: { ...input, ...fields, stream, ...usage } };
+    }
+  }
+}

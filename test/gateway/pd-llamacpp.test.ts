@@ -4,7 +4,7 @@ import { slotBook } from '../../src/gateway/pd-llamacpp.ts';
 import type { GatewayOptions, ReplicaSpec } from '../../src/gateway/server.ts';
 import { type FakeLlama, type FakeLlamaOptions, type SlotDir, startFakeLlama } from './fake-llamacpp.ts';
 import { gatewayMetric, startGateway } from './helpers.ts';
-import { postJson, readAnswer, settle } from './pd-helpers.ts';
+import { postJson, readAnswer, requestShapes, settle } from './pd-helpers.ts';
 
 // llama.cpp prefill/decode disaggregation by moving the slot (src/gateway/pd-llamacpp.ts), over
 // real HTTP against llama-server stand-ins that share a slot directory.
@@ -61,28 +61,27 @@ describe('gateway prefill/decode disaggregation with llama.cpp replicas (slot sa
       { fake: decode, role: 'decode' },
     ]);
     const colocated = await gateway([{ fake: mixed, role: 'mixed' }]);
-    for (const kind of ['completions', 'chat'] as const) {
-      const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
-      const input = kind === 'chat' ? { messages: [{ role: 'user', content: PROMPT }] } : { prompt: PROMPT };
-      for (const stream of [false, true]) {
-        prefill.log.length = 0;
-        decode.log.length = 0;
-        const body = { ...input, max_tokens: 6, temperature: 0, stream };
-        const a = await post(pd.url, path, body);
-        const b = await post(colocated.url, path, body);
-        assert.equal(a.status, 200, a.text);
-        assert.equal(a.headers.get('x-preble-pd-handoff'), 'kv');
-        assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
-        assert.equal(a.headers.get('x-preble-replica'), decode.url);
-        const pdAnswer = textOf(kind, stream, a.text);
-        assert.equal(pdAnswer.out, textOf(kind, stream, b.text).out, `${kind} stream=${stream}`);
-        assert.equal(pdAnswer.out.length, 6);
-        // llama-server recomputes the last prompt token only.
-        assert.equal(pdAnswer.usage.prompt_tokens_details.cached_tokens, pdAnswer.usage.prompt_tokens - 1);
-        // The order: prefill pinned to a slot for one token, save it, restore into a decode slot, decode there.
-        assert.deepEqual(prefill.log, ['completion 0 max=1', 'save 0']);
-        assert.deepEqual(decode.log, ['restore 0', 'completion 0 max=6']);
-      }
+    for (const { kind, stream, path, body } of requestShapes(
+      PROMPT,
+      { max_tokens: 6, temperature: 0 },
+      false,
+    )) {
+      prefill.log.length = 0;
+      decode.log.length = 0;
+      const a = await post(pd.url, path, body);
+      const b = await post(colocated.url, path, body);
+      assert.equal(a.status, 200, a.text);
+      assert.equal(a.headers.get('x-preble-pd-handoff'), 'kv');
+      assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
+      assert.equal(a.headers.get('x-preble-replica'), decode.url);
+      const pdAnswer = textOf(kind, stream, a.text);
+      assert.equal(pdAnswer.out, textOf(kind, stream, b.text).out, `${kind} stream=${stream}`);
+      assert.equal(pdAnswer.out.length, 6);
+      // llama-server recomputes the last prompt token only.
+      assert.equal(pdAnswer.usage.prompt_tokens_details.cached_tokens, pdAnswer.usage.prompt_tokens - 1);
+      // The order: prefill pinned to a slot for one token, save it, restore into a decode slot, decode there.
+      assert.deepEqual(prefill.log, ['completion 0 max=1', 'save 0']);
+      assert.deepEqual(decode.log, ['restore 0', 'completion 0 max=6']);
     }
     assert.equal(dir.size, 1, 'one slot file per prefill slot, reused');
     await settle(pd.counts);

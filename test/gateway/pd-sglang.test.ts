@@ -4,7 +4,7 @@ import type { FaultSettings } from '../../src/emulator/faults.ts';
 import { createEngineServer, type EngineServer } from '../../src/emulator/server.ts';
 import type { GatewayOptions, ReplicaSpec } from '../../src/gateway/server.ts';
 import { MODEL, startGateway } from './helpers.ts';
-import { postJson, readAnswer as read, settle } from './pd-helpers.ts';
+import { postJson, readAnswer as read, requestShapes, settle } from './pd-helpers.ts';
 
 // SGLang-style prefill/decode disaggregation (src/gateway/pd-sglang.ts): the gateway sends the
 // request to a `preble engine --role prefill` and a `--role decode` together, with bootstrap_host,
@@ -54,30 +54,20 @@ describe('gateway prefill/decode disaggregation, SGLang-style (bootstrap rooms, 
     ]);
     const colocated = await startGateway([mixed.url]);
     gateways.push(colocated.gateway);
-    for (const kind of ['completions', 'chat'] as const) {
-      const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
-      const input = kind === 'chat' ? { messages: [{ role: 'user', content: PROMPT }] } : { prompt: PROMPT };
-      for (const stream of [false, true]) {
-        const body = {
-          ...input,
-          max_tokens: 12,
-          stream,
-          ...(stream ? { stream_options: { include_usage: true } } : {}),
-        };
-        const a = await post(pd.url, path, body);
-        const b = await post(colocated.url, path, body);
-        assert.equal(a.status, 200, a.text);
-        assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
-        assert.equal(a.headers.get('x-preble-replica'), decode.url);
-        const pdAnswer = read(kind, stream, a.text);
-        assert.equal(pdAnswer.out, read(kind, stream, b.text).out, `${kind} stream=${stream}`);
-        assert.equal(pdAnswer.out.length, 12);
-        assert.equal(
-          pdAnswer.usage.prompt_tokens_details.cached_tokens,
-          pdAnswer.usage.prompt_tokens,
-          'no recompute',
-        );
-      }
+    for (const { kind, stream, path, body } of requestShapes(PROMPT, { max_tokens: 12 })) {
+      const a = await post(pd.url, path, body);
+      const b = await post(colocated.url, path, body);
+      assert.equal(a.status, 200, a.text);
+      assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
+      assert.equal(a.headers.get('x-preble-replica'), decode.url);
+      const pdAnswer = read(kind, stream, a.text);
+      assert.equal(pdAnswer.out, read(kind, stream, b.text).out, `${kind} stream=${stream}`);
+      assert.equal(pdAnswer.out.length, 12);
+      assert.equal(
+        pdAnswer.usage.prompt_tokens_details.cached_tokens,
+        pdAnswer.usage.prompt_tokens,
+        'no recompute',
+      );
     }
     await settle(pd.counts);
     assert.equal(prefill.server.kvHolder!.size, 0, 'every room was pulled');

@@ -8,7 +8,7 @@ import { createEngineServer, type EngineServer } from '../../src/emulator/server
 import { parseGatewayConfig } from '../../src/gateway/config.ts';
 import { createGateway, type GatewayOptions, type ReplicaSpec } from '../../src/gateway/server.ts';
 import { gatewayMetric, MODEL, startGateway } from './helpers.ts';
-import { type Json, postJson, settle, sseAnswer } from './pd-helpers.ts';
+import { type Json, postJson, requestShapes, settle, sseAnswer } from './pd-helpers.ts';
 
 // Prefill/decode disaggregation through the gateway, over real HTTP: `preble engine --role prefill`
 // and `--role decode` servers in this process (the KV is pulled over HTTP between them), the
@@ -65,30 +65,20 @@ describe('gateway prefill/decode disaggregation (distserve, emulated engines)', 
     const colocated = await startGateway([mixed.url]);
     gateways.push(colocated.gateway);
     const prompt = 'A long shared document about disaggregated serving. '.repeat(8);
-    for (const kind of ['completions', 'chat'] as const) {
-      const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
-      const input = kind === 'chat' ? { messages: [{ role: 'user', content: prompt }] } : { prompt };
-      for (const stream of [false, true]) {
-        const body = {
-          ...input,
-          max_tokens: 12,
-          stream,
-          ...(stream ? { stream_options: { include_usage: true } } : {}),
-        };
-        const a = await post(pd.url, path, body);
-        const b = await post(colocated.url, path, body);
-        assert.equal(a.status, 200, a.text);
-        assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
-        assert.equal(a.headers.get('x-preble-replica'), decode.url);
-        const [textA, usageA] = stream
-          ? [sseAnswer(a.text).out, sseAnswer(a.text).usage]
-          : [answerText(kind, JSON.parse(a.text)), JSON.parse(a.text).usage];
-        const textB = stream ? sseAnswer(b.text).out : answerText(kind, JSON.parse(b.text));
-        assert.equal(textA, textB, `${kind} stream=${stream}`);
-        assert.equal(textA.length, 12);
-        assert.equal(usageA.prompt_tokens_details.cached_tokens, usageA.prompt_tokens, 'no recompute');
-        assert.equal(usageA.completion_tokens, 12);
-      }
+    for (const { kind, stream, path, body } of requestShapes(prompt, { max_tokens: 12 })) {
+      const a = await post(pd.url, path, body);
+      const b = await post(colocated.url, path, body);
+      assert.equal(a.status, 200, a.text);
+      assert.equal(a.headers.get('x-preble-prefill-replica'), prefill.url);
+      assert.equal(a.headers.get('x-preble-replica'), decode.url);
+      const [textA, usageA] = stream
+        ? [sseAnswer(a.text).out, sseAnswer(a.text).usage]
+        : [answerText(kind, JSON.parse(a.text)), JSON.parse(a.text).usage];
+      const textB = stream ? sseAnswer(b.text).out : answerText(kind, JSON.parse(b.text));
+      assert.equal(textA, textB, `${kind} stream=${stream}`);
+      assert.equal(textA.length, 12);
+      assert.equal(usageA.prompt_tokens_details.cached_tokens, usageA.prompt_tokens, 'no recompute');
+      assert.equal(usageA.completion_tokens, 12);
     }
     await settle(pd.counts);
     assert.equal(prefill.server.kvHolder!.size, 0, 'every KV was pulled');
