@@ -16,7 +16,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   sim: ['core', 'engine', 'runtime', 'workloads', 'report'],
   emulator: ['core', 'engine', 'runtime', 'text', 'util'],
   gateway: ['core', 'text', 'util', 'search', 'workloads'],
-  search: ['core', 'sim', 'workloads', 'report'],
+  search: ['core', 'util', 'sim', 'workloads', 'report'],
   experiments: ['core', 'sim', 'search', 'workloads', 'report'],
   bench: ['core', 'gateway', 'workloads', 'text', 'report', 'util'],
   demo: ['core', 'bench', 'emulator', 'gateway', 'real', 'workloads', 'report'],

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
-import { prebleCacheDir } from './cache-dir.ts';
+import { prebleCacheDir } from '../util/cache-dir.ts';
 import { runTool } from './run-tool.ts';
 
 /** The npm package whose bundled llama.cpp source (a git bundle) we build; it pins the server version. */

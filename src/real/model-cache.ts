@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { prebleCacheDir } from './cache-dir.ts';
+import { prebleCacheDir } from '../util/cache-dir.ts';
 import { writeGgufModel } from './gguf/llama-model.ts';
 import type { LlamaPresetName } from './gguf/presets.ts';
 

@@ -6,16 +6,16 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { prebleCacheDir } from '../util/cache-dir.ts';
 import type { Capacity } from './capacity.ts';
 import type { CapacityTask } from './task.ts';
 
 export const CACHE_VERSION = 3;
 
-/** `~/.cache/preble/plan` (or under XDG_CACHE_HOME). */
+/** `plan/` under Preble's cache root (`~/.cache/preble`, or $PREBLE_CACHE_DIR), beside the built binaries. */
 export function defaultCacheDir(): string {
-  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'preble', 'plan');
+  return join(prebleCacheDir(), 'plan');
 }
 
 /** JSON with object keys sorted, so that equal values give equal text. */

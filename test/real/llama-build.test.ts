@@ -3,9 +3,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { prebleCacheDir } from '../../src/real/cache-dir.ts';
 import { ensureLlamaServer, llamaServerPath, NODE_LLAMA_CPP_VERSION } from '../../src/real/llama-build.ts';
 import { runTool } from '../../src/real/run-tool.ts';
+import { prebleCacheDir } from '../../src/util/cache-dir.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'preble-build-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
