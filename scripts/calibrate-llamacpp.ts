@@ -28,11 +28,11 @@ import {
 import { llamaCppCpuCostModel } from '../src/core/cost-model/llamacpp-small-cpu.ts';
 import { singleRequestBatch } from '../src/core/cost-model/types.ts';
 import { Random } from '../src/core/random.ts';
-import { prebleCacheDir } from '../src/util/cache-dir.ts';
 import { writeGgufModel } from '../src/real/gguf/llama-model.ts';
 import { isLlamaPreset } from '../src/real/gguf/presets.ts';
 import { ensureLlamaServer } from '../src/real/llama-build.ts';
 import { startLlamaReplicas } from '../src/real/replicas.ts';
+import { prebleCacheDir } from '../src/util/cache-dir.ts';
 
 const SLOTS = 4;
 const CTX = 16_384;
