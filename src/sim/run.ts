@@ -116,8 +116,15 @@ export interface SimReport {
   readonly throughputRps: number;
   readonly perInstance: readonly { requests: number; busyFraction: number; cacheHitRate: number }[];
   readonly sloAttainment?: { readonly ttft: number; readonly tpot: number; readonly both: number };
-  /** With a warm-up (`SimSpec.warmupSeconds`): its length and the completed requests it left out. */
-  readonly warmup?: { readonly seconds: number; readonly excluded: number };
+  /**
+   * With a warm-up (`SimSpec.warmupSeconds`): its length, the completed requests it left out, and the
+   * latency over every completed request (the whole run), so a report can show both views.
+   */
+  readonly warmup?: {
+    readonly seconds: number;
+    readonly excluded: number;
+    readonly wholeRunLatency: PercentileSummary;
+  };
   /** With a fleet: its GPUs, and its price per hour where every instance has one. */
   readonly gpus?: number;
   readonly costPerHour?: number;
@@ -369,7 +376,13 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     ...(summary.sloAttainment === undefined ? {} : { sloAttainment: summary.sloAttainment }),
     ...(summary.warmupExcluded === undefined
       ? {}
-      : { warmup: { seconds: spec.warmupSeconds!, excluded: summary.warmupExcluded } }),
+      : {
+          warmup: {
+            seconds: spec.warmupSeconds!,
+            excluded: summary.warmupExcluded,
+            wholeRunLatency: summarize(records).latency,
+          },
+        }),
     ...fleetFigures(spec.fleet),
     queuePolicy,
     ...(spec.predictor === undefined ? {} : { predictor: spec.predictor }),

@@ -17,8 +17,14 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
       `${rates}`,
     );
   }
+  for (const cell of cells) assert.equal(cell.spec.warmupSeconds, Math.min(180, 20 / cell.spec.rps / 3));
   const some = cells.filter((c) => c.panel.startsWith('toolbench, 4 '));
   const results = runCells(some);
+  for (const r of results) {
+    // The whole-run view (every request, the warm-up included) rides along with the steady one.
+    assert.ok(r.report.warmup !== undefined && r.report.warmup.excluded > 0);
+    assert.ok(r.report.warmup.wholeRunLatency.mean > 0);
+  }
   const text = policies.discuss(results);
   assert.match(text, /mixed@azure .* skipped: '\/nonexistent\/azure.csv' not found/);
   assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \|/);
@@ -28,4 +34,7 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   const [, won, even, lost] = /won (\d+), even (\d+), lost (\d+)/.exec(vsAnchors.measured)!.map(Number);
   assert.equal(won! + even! + lost!, 3, 'three cells against one anchor');
   assert.equal(vsAnchors.holds, lost === 0);
+  const wholeRun = claims.find((c) => c.id === 'e2-plus-vs-anchors-whole-run');
+  assert.match(wholeRun?.measured ?? '', /3 cells x \d+ anchors: won \d+, even \d+, lost \d+/);
+  assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \| .* \| \d+ \/ \d+ \/ \d+ \|$/m);
 });
