@@ -4,7 +4,7 @@
  * the instance its first sample went to, when, how many instances had received any request by then,
  * and how many problems ran every sample on one instance.
  *
- *   node --import tsx scripts/e2-problem-placement.ts WORKLOAD INSTANCES RPS [E2_OPTIONS_JSON] [REQUESTS]
+ *   node --import tsx scripts/e2-problem-placement.ts WORKLOAD INSTANCES RPS [E2_OPTIONS_JSON] [REQUESTS] [SEED]
  *   e.g. node --import tsx scripts/e2-problem-placement.ts programming:problems=160 8 24
  *
  * WORKLOAD must be a programming stream with the default 2,400-token demonstration.
@@ -16,8 +16,14 @@ import { runSimulation } from '../src/sim/run.ts';
 import { AUTHORS_DEMONSTRATION_TOKENS } from '../src/workloads/programming.ts';
 import { createWorkload } from '../src/workloads/registry.ts';
 
-const [workload = 'programming:problems=160', inst = '8', rpsArg = '24', opts = '{}', reqs = '1500'] =
-  process.argv.slice(2);
+const [
+  workload = 'programming:problems=160',
+  inst = '8',
+  rpsArg = '24',
+  opts = '{}',
+  reqs = '1500',
+  seedArg = '0',
+] = process.argv.slice(2);
 const instances = Number(inst);
 const rps = Number(rpsArg);
 const first = new Map<string, { instance: number; at: number; withLoad: number }>();
@@ -49,8 +55,8 @@ const { report } = runSimulation({
   instances,
   rps,
   costModel: costModelPreset('mistral-7b-a6000'),
-  seed: 0,
-  requests: () => createWorkload(workload, { requests: Number(reqs), rps, seed: 0 }),
+  seed: Number(seedArg),
+  requests: () => createWorkload(workload, { requests: Number(reqs), rps, seed: Number(seedArg) }),
   policyOptions: JSON.parse(opts),
 });
 const perInstance = new Array<number>(instances).fill(0);
