@@ -37,10 +37,11 @@ export interface E2Options {
   /** Queueing times below this (seconds) never trigger prefix replication. */
   readonly replicationMinQueueSeconds: number;
   /**
-   * Which instances exploit considers (paper 3.2): 'key-portion' = every instance caching the key
-   * portion of the matched prefix (the node with more tokens than all its predecessors: "the tree
-   * node with the longest tokens in the matched prefix"), each priced with its own miss; 'deepest' =
-   * only the instances caching the deepest matched node (this code before issue 11).
+   * Which instances exploit considers. 'deepest' (default) = the instances caching the deepest
+   * matched node: the paper's "the GPU that caches the longest-matched prefix" (section 1) and the
+   * authors' nearest allocated ancestor. 'key-portion' = every instance caching the key portion of
+   * the matched prefix (the node with more tokens than all its predecessors, a reading of 3.2's "the
+   * tree node with the longest tokens in the matched prefix"), each priced with its own miss.
    */
   readonly exploitCandidates: 'key-portion' | 'deepest';
   /** Prefill/decode balancing of explored requests. */
@@ -85,7 +86,7 @@ export const E2_DEFAULTS: Required<Omit<E2Options, 'costModel'>> = {
   replicationFactor: 2,
   replicationMinSamples: 4,
   replicationMinQueueSeconds: 0.05,
-  exploitCandidates: 'key-portion',
+  exploitCandidates: 'deepest',
   phaseMix: true,
   phaseMixTest: 'relative',
   phaseMixMargin: 0.2,

@@ -442,6 +442,28 @@ test('issue 11: exploit candidates are the key portion holders, each priced with
   assert.equal(old.instance, 0);
 });
 
+test('issue 11: by default exploit considers only the holders of the longest matched prefix', () => {
+  // The paper's introduction ("we send the request to the GPU that caches the longest-matched
+  // prefix") and the authors' code (the allocation of the nearest allocated ancestor) both pick
+  // among the deepest matched node's holders; the key-portion reading made every instance holding
+  // Programming's 2,400-token demonstration a candidate and spread each problem's samples.
+  const A = seq(100, 0);
+  const p = e2(2);
+  assert.equal(p.options.exploitCandidates, 'deepest');
+  assert.equal(route(p, concat(A, seq(10, 1000))).instance, 0);
+  assert.equal(route(p, concat(A, seq(100, 3000))).instance, 1); // explore: A now on both
+  assert.equal(route(p, concat(A, seq(20, 4000))).instance, 0); // A + B on 0 only
+  const d = route(p, concat(A, seq(20, 4000), seq(5, 9000)));
+  assert.equal(d.branch, 'exploit');
+  assert.deepEqual(
+    d.costs.map((c) => c.instance),
+    [0],
+    'only the holder of A + B competes, although 1 is cheaper (0.675 s against 1.035 s)',
+  );
+  assert.equal(d.instance, 0);
+  assert.equal(d.matchedTokens, 120);
+});
+
 test('issue 11: phase-mix balancing fires on a relative imbalance, not on a high ratio every instance shares', () => {
   const scenario = (phaseMixTest: 'relative' | 'absolute', onOne: number) => {
     const p = e2(2, { phaseMix: true, phaseMixTest, phaseMixLoadGuard: Number.POSITIVE_INFINITY });
