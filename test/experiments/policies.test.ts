@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GRID_SIZES, LOADS, policies } from '../../src/experiments/policies.ts';
 import { runCells } from '../../src/experiments/runner.ts';
+import { workingSet } from '../../src/workloads/working-set.ts';
 
 test('the policies grid: every workload and mixed, three loads from the sweep, two sizes; Azure skipped with the reason when the trace is missing', () => {
   const only = ['e2-plus', 'round-robin'];
@@ -18,6 +19,10 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
     );
   }
   for (const cell of cells) assert.equal(cell.spec.warmupSeconds, Math.min(180, 20 / cell.spec.rps / 3));
+  // Working sets scale with the cluster: the 8-instance panels' streams hold more distinct prefixes.
+  const sized = (panel: string) =>
+    workingSet(cells.find((c) => c.panel.startsWith(panel))!.spec.requests()).peakTokens;
+  assert.ok(sized('toolbench, 8 ') > sized('toolbench, 4 '), `${sized('toolbench, 8 ')}`);
   const some = cells.filter((c) => c.panel.startsWith('toolbench, 4 '));
   const results = runCells(some);
   for (const r of results) {
