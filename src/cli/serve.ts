@@ -102,7 +102,7 @@ export function registerServe(program: Command): void {
     .option('--admin-key-env <var>', 'environment variable holding the admin key (turns the admin API on)')
     .option(
       '--drain <seconds>',
-      'seconds in-flight requests get to finish on SIGTERM (default 30)',
+      'seconds in-flight requests get to finish on SIGTERM, and on a replica --advice-act stops (default 30)',
       nonNegativeNumber,
     )
     .option('--log-level <level>', 'silent, error, warn (default), info or debug')
@@ -315,7 +315,9 @@ async function serve(flags: ServeFlags): Promise<void> {
     for (let i = 0; i < (flags.llamaReplicas ?? 0); i++) {
       await gateway.actor!.adopt('mixed', await launcher!.start('mixed'));
     }
-    return gateway.listen(config.port, config.host);
+    const listening = await gateway.listen(config.port, config.host);
+    if (launcher !== undefined) launcher.serving = true;
+    return listening;
   })().catch(async (error: unknown) => {
     await gateway.close();
     throw error;
@@ -364,12 +366,15 @@ async function llamaReplicaLauncher(flags: ServeFlags, kvTokens: number | undefi
   // loaded) before it joins the fleet, and stopped by its PID; the lines name the PID, so that an
   // operator (and test-real/llama-advice-act.test.ts) can see the process come and go.
   // Mixed only: prefill and decode llama.cpp replicas need a shared slot directory.
-  const launcher: import('../gateway/advice/actor.ts').ReplicaLauncher = {
+  const launcher: import('../gateway/advice/actor.ts').ReplicaLauncher & { serving: boolean } = {
+    serving: false,
     dialect: 'llamacpp',
     roles: ['mixed'],
     async start() {
       const { proc, port } = await startOne(options, index++, undefined).catch((error: Error) => {
-        progress(`could not start a llama.cpp replica: ${error.message.split('\n')[0]}`);
+        // At start-up the command's own error says it; later only this line and the advice's note do.
+        if (launcher.serving)
+          progress(`could not start a llama.cpp replica: ${error.message.split('\n')[0]}`);
         throw error;
       });
       const url = urlOf('127.0.0.1', port);

@@ -35,7 +35,7 @@ export interface FleetActorOptions {
   readonly max: number;
   /** Real milliseconds between looks at a draining replica's in-flight count (default 50). */
   readonly drainPollMs?: number;
-  /** Longest real wait for a drain before stopping anyway (default 30 s). */
+  /** Longest real wait for a drain before stopping anyway (default 30 s; the gateway's drain seconds). */
   readonly drainTimeoutMs?: number;
 }
 
@@ -165,8 +165,12 @@ export class FleetActor {
     const deadline = Date.now() + (this.options.drainTimeoutMs ?? 30_000);
     while (o.replica.inflight > 0 && Date.now() < deadline && !this.closed)
       await sleep(this.options.drainPollMs ?? 50);
+    // Past the deadline the process goes first: what is still in flight ends as on a crash, rather
+    // than holding up remove(), whose pool close waits for every request (and with it every advice).
+    const cut = o.replica.inflight > 0;
+    if (cut) await o.handle.stop();
     await replicas.remove(o.replica);
-    await o.handle.stop();
+    if (!cut) await o.handle.stop();
     this.owned.splice(this.owned.indexOf(o), 1);
   }
 }
