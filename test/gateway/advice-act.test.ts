@@ -137,7 +137,13 @@ test('a replica whose start finishes after the gateway began closing is stopped,
   const gate = new Promise<void>((resolve) => {
     release = resolve;
   });
-  const slow: ReplicaLauncher = { ...launcher, start: async (role) => (await gate, launcher.start(role)) };
+  const slow: ReplicaLauncher = {
+    ...launcher,
+    async start(role) {
+      await gate;
+      return launcher.start(role);
+    },
+  };
   const { gateway } = await startGateway([], {
     model: MODEL,
     launcher: slow,
