@@ -276,8 +276,7 @@ async function serve(flags: ServeFlags): Promise<void> {
       config.tokenizer,
       config.tokenizerThreads === undefined ? {} : { threads: config.tokenizerThreads },
     )) ?? 'backend';
-  const launcher =
-    flags.llamaReplicas === undefined ? undefined : await llamaReplicaLauncher(flags, config.kvTokens);
+  const launcher = flags.llamaReplicas === undefined ? undefined : await llamaReplicaLauncher(flags);
   const gateway = createGateway({
     ...(launcher === undefined ? {} : { launcher }),
     createPolicy,
@@ -336,7 +335,7 @@ async function serve(flags: ServeFlags): Promise<void> {
 }
 
 /** The launcher of `--llama-replicas`: the llama-server build and model `preble replicas start` uses. */
-async function llamaReplicaLauncher(flags: ServeFlags, kvTokens: number | undefined) {
+async function llamaReplicaLauncher(flags: ServeFlags) {
   const [{ existsSync }, { resolve }, { ensureLlamaServer }, { cachedModel }, { startOne, urlOf }] =
     await Promise.all([
       import('node:fs'),
@@ -381,8 +380,6 @@ async function llamaReplicaLauncher(flags: ServeFlags, kvTokens: number | undefi
       progress(`started llama.cpp replica ${url} (pid ${proc.pid})`);
       return {
         url,
-        // The slots share the context: what the replica holds at once (unless kvTokens / --kv-tokens says).
-        kvTokens: kvTokens ?? options.ctx,
         async stop() {
           await proc.stop(5000);
           progress(`stopped llama.cpp replica ${url} (pid ${proc.pid})`);

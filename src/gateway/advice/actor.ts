@@ -14,8 +14,6 @@ import type { ActRecord, Advice } from './advisor.ts';
 /** A replica process the gateway started. */
 export interface LaunchedReplica {
   readonly url: string;
-  /** KV tokens it holds (its context), for the policy's cache model; default: the gateway's. */
-  readonly kvTokens?: number;
   /** Stop its process (by PID); resolves once it is gone. */
   stop(): Promise<void>;
 }
@@ -68,7 +66,6 @@ export class FleetActor {
       url: handle.url,
       dialect: this.options.launcher.dialect,
       role,
-      ...(handle.kvTokens === undefined ? {} : { kvTokens: handle.kvTokens }),
     });
     if (!added.ok) {
       await handle.stop();
