@@ -32,21 +32,30 @@ function fakeLauncher() {
   return { launcher, log };
 }
 
+/** A gateway acting with `launcher` within the bounds, every capacity 1 req/s. */
+function actingGateway(
+  launcher: ReplicaLauncher,
+  bounds: { min: number; max: number },
+  replicas: string[] = [],
+) {
+  return startGateway(replicas, {
+    model: MODEL,
+    launcher,
+    advice: {
+      config: adviceSchema.parse({ slo: { ttft: 1, tpot: 0.1 }, act: true, ...bounds }),
+      costModel: MODEL,
+      evaluate: async (tasks) => tasks.map(() => ({ rps: 1, bracketed: true, probes: [] })),
+    },
+  });
+}
+
 const advice = (mixed: number) => ({ total: { mixed } }) as unknown as Advice;
 
 test('acting starts and drains-then-stops only the replicas the gateway started, after two intervals', async () => {
   const foreign = await startEngine();
   engines.push(foreign);
   const { launcher, log } = fakeLauncher();
-  const { gateway, url } = await startGateway([foreign.url], {
-    model: MODEL,
-    launcher,
-    advice: {
-      config: adviceSchema.parse({ slo: { ttft: 1, tpot: 0.1 }, act: true, min: 1, max: 3 }),
-      costModel: MODEL,
-      evaluate: async (tasks) => tasks.map(() => ({ rps: 1, bracketed: true, probes: [] })),
-    },
-  });
+  const { gateway, url } = await actingGateway(launcher, { min: 1, max: 3 }, [foreign.url]);
   const actor = gateway.actor!;
   try {
     await actor.adopt('mixed', await launcher.start('mixed'));
@@ -92,15 +101,7 @@ test('no traffic scales down to min, an advice without a count changes nothing, 
           )
         : launcher.start(role),
   };
-  const { gateway } = await startGateway([], {
-    model: MODEL,
-    launcher: failing,
-    advice: {
-      config: adviceSchema.parse({ slo: { ttft: 1, tpot: 0.1 }, act: true, min: 1, max: 3 }),
-      costModel: MODEL,
-      evaluate: async (tasks) => tasks.map(() => ({ rps: 1, bracketed: true, probes: [] })),
-    },
-  });
+  const { gateway } = await actingGateway(failing, { min: 1, max: 3 });
   const actor = gateway.actor!;
   const unknown = { total: { mixed: undefined } } as unknown as Advice;
   try {
@@ -144,15 +145,7 @@ test('a replica whose start finishes after the gateway began closing is stopped,
       return launcher.start(role);
     },
   };
-  const { gateway } = await startGateway([], {
-    model: MODEL,
-    launcher: slow,
-    advice: {
-      config: adviceSchema.parse({ slo: { ttft: 1, tpot: 0.1 }, act: true, min: 0, max: 2 }),
-      costModel: MODEL,
-      evaluate: async (tasks) => tasks.map(() => ({ rps: 1, bracketed: true, probes: [] })),
-    },
-  });
+  const { gateway } = await actingGateway(slow, { min: 0, max: 2 });
   const actor = gateway.actor!;
   await actor.act(advice(1));
   const acting = actor.act(advice(1)); // waits in the launcher
