@@ -167,6 +167,9 @@ describe('preble serve --advice-act on real llama.cpp replicas', () => {
       '--advice-max',
       '2',
       '--advice-act',
+      // However slow a busy machine makes the streams, the leaving replica waits for them.
+      '--drain',
+      '600',
     ]);
     const { url } = gateway;
     const [first] = await adminReplicas(url);
