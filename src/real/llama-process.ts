@@ -126,8 +126,9 @@ const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(p
 /**
  * The command line that runs `binary` with the kernel's parent-death signal set (setpriv execs it,
  * so the PID is the server's): when this process dies, even by SIGKILL, which no exit handler sees,
- * the kernel kills the server rather than leaving it orphaned. Without setpriv (or without the
- * binary, so that the spawn error names it), the binary runs as given.
+ * the kernel kills the server rather than leaving it orphaned. (The kernel watches the thread that
+ * forked it: Node spawns from the main thread, which lives as long as the process.) Without setpriv
+ * (or without the binary, so that the spawn error names it), the binary runs as given.
  */
 export function dyingWithParent(binary: string, args: readonly string[]): [string, readonly string[]] {
   if (SETPRIV === undefined || !existsSync(binary)) return [binary, args];
