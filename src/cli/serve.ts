@@ -35,6 +35,8 @@ interface ServeFlags {
   adviceWindow?: number;
   adviceHeadroom?: number;
   adviceAct?: boolean;
+  adviceMin?: number;
+  adviceMax?: number;
   llamaReplicas?: number;
   llamaPreset?: string;
   llamaModel?: string;
@@ -100,7 +102,7 @@ export function registerServe(program: Command): void {
     .option('--admin-key-env <var>', 'environment variable holding the admin key (turns the admin API on)')
     .option(
       '--drain <seconds>',
-      'seconds in-flight requests get to finish on SIGTERM (default 30)',
+      'seconds in-flight requests get to finish on SIGTERM, and on a replica --advice-act stops (default 30)',
       nonNegativeNumber,
     )
     .option('--log-level <level>', 'silent, error, warn (default), info or debug')
@@ -134,6 +136,12 @@ export function registerServe(program: Command): void {
       '--advice-act',
       'act on the advice: start or drain-then-stop the --llama-replicas this gateway started (never others)',
     )
+    .option(
+      '--advice-min <n>',
+      'when acting: fewest replicas it keeps of its own (default 1)',
+      nonNegativeInt,
+    )
+    .option('--advice-max <n>', 'when acting: most replicas it runs of its own (default 8)', positiveInt)
     .option(
       '--llama-replicas <n>',
       'start N llama.cpp replicas (as preble replicas start) that this gateway owns and stops on exit',
@@ -205,6 +213,8 @@ export async function serveConfig(flags: ServeFlags): Promise<GatewayConfig> {
     ...(flags.adviceInterval === undefined ? {} : { intervalSeconds: flags.adviceInterval }),
     ...(flags.adviceWindow === undefined ? {} : { windowSeconds: flags.adviceWindow }),
     ...(flags.adviceHeadroom === undefined ? {} : { headroom: flags.adviceHeadroom }),
+    ...(flags.adviceMin === undefined ? {} : { min: flags.adviceMin }),
+    ...(flags.adviceMax === undefined ? {} : { max: flags.adviceMax }),
   };
   if (flags.adviceAct === true) Object.assign(adviceFlags, { act: true });
   if (flags.advice === true || Object.keys(adviceFlags).length > 0)
@@ -302,11 +312,11 @@ async function serve(flags: ServeFlags): Promise<void> {
   const url = await (async () => {
     // Its own replicas first, one at a time; any failure closes the gateway, which stops them.
     for (let i = 0; i < (flags.llamaReplicas ?? 0); i++) {
-      const handle = await launcher!.start('mixed');
-      await gateway.actor!.adopt('mixed', handle);
-      process.stderr.write(`preble serve: started llama.cpp replica ${handle.url}\n`);
+      await gateway.actor!.adopt('mixed', await launcher!.start('mixed'));
     }
-    return gateway.listen(config.port, config.host);
+    const listening = await gateway.listen(config.port, config.host);
+    if (launcher !== undefined) launcher.serving = true;
+    return listening;
   })().catch(async (error: unknown) => {
     await gateway.close();
     throw error;
@@ -351,14 +361,30 @@ async function llamaReplicaLauncher(flags: ServeFlags) {
     cacheRamMiB: 0,
   };
   let index = 0;
-  // Each start is one llama-server on a free port (as `preble replicas start`), stopped by its PID.
+  // Each start is one llama-server on a free port (as `preble replicas start`), healthy (model
+  // loaded) before it joins the fleet, and stopped by its PID; the lines name the PID, so that an
+  // operator (and test-real/llama-advice-act.test.ts) can see the process come and go.
   // Mixed only: prefill and decode llama.cpp replicas need a shared slot directory.
-  const launcher: import('../gateway/advice/actor.ts').ReplicaLauncher = {
+  const launcher: import('../gateway/advice/actor.ts').ReplicaLauncher & { serving: boolean } = {
+    serving: false,
     dialect: 'llamacpp',
     roles: ['mixed'],
     async start() {
-      const { proc, port } = await startOne(options, index++, undefined);
-      return { url: urlOf('127.0.0.1', port), stop: () => proc.stop(5000) };
+      const { proc, port } = await startOne(options, index++, undefined).catch((error: Error) => {
+        // At start-up the command's own error says it; later only this line and the advice's note do.
+        if (launcher.serving)
+          progress(`could not start a llama.cpp replica: ${error.message.split('\n')[0]}`);
+        throw error;
+      });
+      const url = urlOf('127.0.0.1', port);
+      progress(`started llama.cpp replica ${url} (pid ${proc.pid})`);
+      return {
+        url,
+        async stop() {
+          await proc.stop(5000);
+          progress(`stopped llama.cpp replica ${url} (pid ${proc.pid})`);
+        },
+      };
     },
   };
   return launcher;

@@ -253,6 +253,8 @@ export function createGateway(options: GatewayOptions): Gateway {
           admin: replicaAdmin,
           min: adviceOptions?.config.min ?? 1,
           max: adviceOptions?.config.max ?? Number.POSITIVE_INFINITY,
+          // A replica leaving the fleet gets the time a shutdown gives (--drain).
+          drainTimeoutMs: (options.drainSeconds ?? defaults.shutdown.drainSeconds) * 1000,
         });
   const advisor =
     adviceOptions === undefined

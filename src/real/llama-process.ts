@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { signalChild, spawnChild } from '../util/child-group.ts';
@@ -26,7 +27,8 @@ export class LlamaProcess {
 
   private constructor(private readonly options: LlamaProcessOptions) {
     // In a process group of its own, killed with this process at the latest (a crash included).
-    this.child = spawnChild(options.binary, options.args, {
+    const [command, args] = dyingWithParent(options.binary, options.args);
+    this.child = spawnChild(command, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: withoutLlamaArgs(),
     });
@@ -116,6 +118,21 @@ export class LlamaProcess {
   private signal(signal: NodeJS.Signals): void {
     signalChild(this.child, signal);
   }
+}
+
+/** util-linux's setpriv, where there is one (Linux). */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+
+/**
+ * The command line that runs `binary` with the kernel's parent-death signal set (setpriv execs it,
+ * so the PID is the server's): when this process dies, even by SIGKILL, which no exit handler sees,
+ * the kernel kills the server rather than leaving it orphaned. (The kernel watches the thread that
+ * forked it: Node spawns from the main thread, which lives as long as the process.) Without setpriv
+ * (or without the binary, so that the spawn error names it), the binary runs as given.
+ */
+export function dyingWithParent(binary: string, args: readonly string[]): [string, readonly string[]] {
+  if (SETPRIV === undefined || !existsSync(binary)) return [binary, args];
+  return [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', binary, ...args]];
 }
 
 /** The environment minus llama.cpp's LLAMA_ARG_* settings, so only the explicit flags configure a replica. */

@@ -31,12 +31,17 @@ test('--advice flags fill the advice section over the defaults', async () => {
   await assert.rejects(serveConfig({ ...base, llamaReplicas: 1, llamaPreset: 'huge' }), /--llama-preset/);
   const own = await serveConfig({ ...base, replica: [], adviceSlo: slo, adviceAct: true, llamaReplicas: 2 });
   assert.equal(own.advice?.act, true);
+  // Bounds on what it owns, checked as the config file's.
+  const bounded = await serveConfig({ ...base, adviceSlo: slo, adviceMin: 2, adviceMax: 3 });
+  assert.deepEqual([bounded.advice?.min, bounded.advice?.max], [2, 3]);
+  await assert.rejects(serveConfig({ ...base, adviceSlo: slo, adviceMin: 4, adviceMax: 3 }), /advice\.min/);
 });
 
 test('bad --advice flags are refused with one line', async () => {
   for (const [args, reason] of [
     [['--advice-slo', 'ttft=1'], /--advice-slo.*expected both ttft and tpot/],
     [['--advice-headroom', 'lots'], /--advice-headroom.*positive number/],
+    [['--advice-max', '0'], /--advice-max/],
   ] as const) {
     const r = await runCli(['serve', '--port', '0', '--replica', 'http://127.0.0.1:1', ...args]);
     assert.notEqual(r.code, 0);

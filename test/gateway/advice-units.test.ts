@@ -117,6 +117,29 @@ test('the advisor recommends from a hand-made window with a known capacity', asy
   assert.equal(advisor.latest, advice);
 });
 
+test('an empty window asks for no replica; arrivals with nothing finished leave the count unknown', async () => {
+  let clock = 0;
+  const evaluate: Evaluator = async (tasks) => tasks.map(() => ({ rps: 4, bracketed: true, probes: [] }));
+  const config = adviceSchema.parse({ slo: { ttft: 1, tpot: 0.1 }, windowSeconds: 10 });
+  const advisor = (disaggregated: boolean) =>
+    new Advisor({ config, question: { ...question, disaggregated }, now: () => clock, evaluate });
+  const colocated = advisor(false);
+  clock = 5;
+  // No traffic at all: zero per role of the question (the actor then goes down to its min).
+  assert.deepEqual((await colocated.tick()).total, { mixed: 0 });
+  assert.deepEqual((await advisor(true).tick()).total, { prefill: 0, decode: 0 });
+  // A request under way and none finished: its lengths are unknown, and so is the count.
+  colocated.arrived('m', 6);
+  clock = 7;
+  assert.deepEqual((await colocated.tick()).total, { mixed: undefined });
+  colocated.finished('m', counts(200, 20), 8);
+  clock = 9;
+  assert.equal((await colocated.tick()).total.mixed, 1);
+  // Once it has left the window, the window is empty again.
+  clock = 30;
+  assert.deepEqual((await colocated.tick()).total, { mixed: 0 });
+});
+
 test('the advice config refuses bounds the wrong way round', () => {
   const bad = adviceSchema.safeParse({ slo: { ttft: 1, tpot: 0.1 }, min: 5, max: 2 });
   assert.equal(bad.success, false);

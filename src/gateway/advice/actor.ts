@@ -33,7 +33,7 @@ export interface FleetActorOptions {
   readonly max: number;
   /** Real milliseconds between looks at a draining replica's in-flight count (default 50). */
   readonly drainPollMs?: number;
-  /** Longest real wait for a drain before stopping anyway (default 30 s). */
+  /** Longest real wait for a drain before stopping anyway (default 30 s; the gateway's drain seconds). */
   readonly drainTimeoutMs?: number;
 }
 
@@ -45,6 +45,9 @@ interface Owned {
 export class FleetActor {
   private readonly owned: Owned[] = [];
   private readonly differing = new Map<ReplicaRole, number>();
+  /** The act under way, which stopAll waits for; and whether stopAll has begun (nothing starts after). */
+  private acting: Promise<unknown> | undefined;
+  private closed = false;
 
   constructor(private readonly options: FleetActorOptions) {}
 
@@ -55,6 +58,10 @@ export class FleetActor {
 
   /** Add a launched replica to the fleet as one of ours. */
   async adopt(role: ReplicaRole, handle: LaunchedReplica): Promise<Replica> {
+    if (this.closed) {
+      await handle.stop();
+      throw new Error(`cannot add ${handle.url}: the gateway is closing`);
+    }
     const added = await addReplica(this.options.admin, {
       url: handle.url,
       dialect: this.options.launcher.dialect,
@@ -78,12 +85,28 @@ export class FleetActor {
   }
 
   async act(advice: Advice): Promise<ActRecord> {
+    if (this.closed) return { started: 0, stopped: 0, note: 'the gateway is closing' };
+    const acting = this.actOn(advice);
+    this.acting = acting;
+    try {
+      return await acting;
+    } finally {
+      this.acting = undefined;
+    }
+  }
+
+  private async actOn(advice: Advice): Promise<ActRecord> {
     let started = 0;
     let stopped = 0;
     const notes: string[] = [];
     for (const role of this.options.launcher.roles) {
       const recommended = advice.total[role];
-      if (recommended === undefined) continue;
+      if (recommended === undefined) {
+        // No count to act on (no rate met the SLOs, or nothing finished yet): the streak starts over.
+        this.differing.delete(role);
+        if (role in advice.total) notes.push(`${role}: the advice gives no replica count, nothing changed`);
+        continue;
+      }
       const owned = this.ownedOf(role).length;
       const target = this.target(role, recommended);
       if (target === owned) {
@@ -99,9 +122,17 @@ export class FleetActor {
         continue;
       }
       this.differing.delete(role);
-      for (let i = owned; i < target; i++) {
-        await this.adopt(role, await this.options.launcher.start(role));
-        started++;
+      try {
+        for (let i = owned; i < target && !this.closed; i++) {
+          await this.adopt(role, await this.options.launcher.start(role));
+          started++;
+        }
+      } catch (error) {
+        // One line for GET /admin/advice (a failed llama-server start ends with its output); the next
+        // intervals try again.
+        const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+        notes.push(`${role}: could not start a replica (${started} started): ${reason}`);
+        continue;
       }
       // Newest first: the replicas started last leave first.
       for (const o of this.ownedOf(role).slice(target).reverse()) {
@@ -113,8 +144,10 @@ export class FleetActor {
     return { started, stopped, note: notes.join('; ') || 'fleet matches the advice' };
   }
 
-  /** Drain, remove and stop every owned replica (shutdown). */
+  /** Stop every owned replica (shutdown, after the gateway drained): once the act under way ends. */
   async stopAll(): Promise<void> {
+    this.closed = true;
+    await this.acting?.catch(() => {});
     await Promise.all(this.owned.map((o) => o.handle.stop()));
     this.owned.length = 0;
   }
@@ -127,9 +160,14 @@ export class FleetActor {
     const { replicas } = this.options.admin;
     replicas.drain(o.replica, true);
     const deadline = Date.now() + (this.options.drainTimeoutMs ?? 30_000);
-    while (o.replica.inflight > 0 && Date.now() < deadline) await sleep(this.options.drainPollMs ?? 50);
+    while (o.replica.inflight > 0 && Date.now() < deadline && !this.closed)
+      await sleep(this.options.drainPollMs ?? 50);
+    // Past the deadline the process goes first: what is still in flight ends as on a crash, rather
+    // than holding up remove(), whose pool close waits for every request (and with it every advice).
+    const cut = o.replica.inflight > 0;
+    if (cut) await o.handle.stop();
     await replicas.remove(o.replica);
-    await o.handle.stop();
+    if (!cut) await o.handle.stop();
     this.owned.splice(this.owned.indexOf(o), 1);
   }
 }

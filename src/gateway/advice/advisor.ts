@@ -13,7 +13,7 @@ import type { CapacityTask } from '../../search/task.ts';
 import type { ReplicaRole } from '../config.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { AdviceConfig } from './config.ts';
-import { type AdviceQuestion, replicasFor, roleTasks } from './recommend.ts';
+import { type AdviceQuestion, questionRoles, replicasFor, roleTasks } from './recommend.ts';
 import { type Observed, type ObservedTraffic, TrafficWindow } from './window.ts';
 import { observedWorkload } from './workload.ts';
 
@@ -46,7 +46,10 @@ export interface ActRecord {
 
 export interface Advice extends Omit<Observed, 'models'> {
   readonly models: readonly ModelAdvice[];
-  /** Replicas per role over every model (undefined for a role no rate passed). */
+  /**
+   * Replicas per role over every model: 0 without traffic; undefined for a role no rate passed, or
+   * while a model with arrivals has no finished request (its lengths are not known yet).
+   */
   readonly total: Readonly<Partial<Record<ReplicaRole, number | undefined>>>;
   readonly headroom: number;
   readonly evaluationSeconds: number;
@@ -135,12 +138,17 @@ export class Advisor {
       });
       models.push({ ...traffic, workload, roles });
     }
+    // No traffic in the window asks for no replica (the actor then scales down to its min); a model
+    // whose lengths are not known yet (nothing finished) leaves the totals unknown.
     const total: Partial<Record<ReplicaRole, number | undefined>> = {};
-    for (const m of models)
+    for (const role of questionRoles(this.question)) total[role] = 0;
+    for (const m of models) {
+      if (m.workload === undefined) for (const role of questionRoles(this.question)) total[role] = undefined;
       for (const r of m.roles) {
-        const sum = r.role in total ? total[r.role] : 0;
+        const sum = total[r.role];
         total[r.role] = sum === undefined || r.replicas === undefined ? undefined : sum + r.replicas;
       }
+    }
     const advice: Advice = {
       at: observed.at,
       spanSeconds: observed.spanSeconds,

@@ -34,6 +34,11 @@ export interface RoleTask {
   readonly how: string;
 }
 
+/** The roles the question sizes: mixed for a colocated fleet, prefill and decode for a disaggregated one. */
+export function questionRoles(question: Pick<AdviceQuestion, 'disaggregated'>): ReplicaRole[] {
+  return question.disaggregated ? ['prefill', 'decode'] : ['mixed'];
+}
+
 /** The capacity tasks for a workload: one per role the fleet has. */
 export function roleTasks(question: AdviceQuestion, workload: string): RoleTask[] {
   const scenario = (instances: ScenarioSpec['fleet']['instances'], policy: string): ScenarioSpec => ({
