@@ -66,9 +66,16 @@ test('best fit fills the most loaded worker that fits, where least-load spreads'
 
 test('(b) ATGT: the fourth 10,000-token prompt passes Eq. 4 on a worker holding three and goes to the next', () => {
   // Each counts 10,000 + 0.5 x 100 = 10,050 tokens; 3 x 10,050 <= 37,000, 4 x 10,050 > 36,000.
-  const p = policy({}, ['mixed', 'mixed']);
-  const chosen = [1, 2, 3, 4].map(() => routeStarted(p, 10_000).instance);
-  assert.deepEqual(chosen, [0, 0, 0, 1]);
+  // Decode workers, so that (d) (these prefills would spend each other's decode slack) stays out.
+  const p = policy({}, ['prefill', 'decode', 'decode']);
+  const chosen = [1, 2, 3, 4].map(() => {
+    const r = request(10_000);
+    p.route(r, 0);
+    p.requestStarted(r.id, 0);
+    p.requestFirstToken(r.id, 0);
+    return p.routeDecode(r.id, 0, 10_000, 0);
+  });
+  assert.deepEqual(chosen, [1, 1, 1, 2]);
 });
 
 test('(b) with theta: 0.75 of the limit holds two of them, not three', () => {
@@ -159,4 +166,21 @@ test('an overrun is re-predicted at the tick: the longer output then weighs on p
   p.tick(5);
   // Re-predicted (doubled, past what it ran): ~380 or more run, so 680 held plus the probe's 300 pass 800.
   assert.equal(probe(5), 1);
+});
+
+test('(d) decode slack: a request not yet at its first token decodes after the prompts placed behind it, so it counts', () => {
+  // A is admitted, its prefill under way, predicted 5 tokens (its max_tokens): its slack is about
+  // 5 x (50 ms - 13 ms) = 0.185 s. A 1,000-token prompt (0.11 s) fits in it and spends it; a second
+  // one no longer does, before or after A's first token. A 5,000-token prompt (0.52 s) never fits.
+  const p = policy({}, ['mixed', 'mixed']);
+  const a = request(100, { outputLenHint: 5 });
+  p.route(a, 0);
+  p.requestStarted(a.id, 0);
+  const big = request(5000);
+  assert.equal(p.route(big, 0).instance, 1, 'beyond A’s slack, queued or not');
+  p.requestFinished(big.id, 0, { promptTokens: 5000, cachedTokens: 0, outputTokens: 1 });
+  const b = request(1000);
+  assert.equal(p.route(b, 0).instance, 0);
+  p.requestFirstToken(a.id, 0.02);
+  assert.equal(p.route(request(1000), 0.02).instance, 1, 'B took A’s slack while A was still prefilling');
 });

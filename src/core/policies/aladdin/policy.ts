@@ -291,10 +291,11 @@ export class AladdinPolicy extends BasePolicy {
       jobs = [];
       this.on.set(instance, jobs);
     }
-    // Colocated, a new prefill preempts the decodes there: it spends their slack (constraint (d)).
+    // Colocated, a new prefill preempts the decodes there: it spends the slack of every request placed
+    // before it (constraint (d)), whether it decodes already or will when its own prefill is done.
     if (this.roleOf(instance) === 'mixed') {
       const cost = prefillSeconds(this.model.current().prefill, job.inputTokens);
-      for (const j of jobs) if (j.firstTokenAt !== undefined) j.stolen += cost;
+      for (const j of jobs) j.stolen += cost;
     }
     jobs.push(job);
   }
