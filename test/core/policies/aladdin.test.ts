@@ -184,3 +184,41 @@ test('(d) decode slack: a request not yet at its first token decodes after the p
   p.requestFirstToken(a.id, 0.02);
   assert.equal(p.route(request(1000), 0.02).instance, 1, 'B took A’s slack while A was still prefilling');
 });
+
+test('re-balancing (Algorithm 2): a request not started leaves the worker whose request outran for one where one finished early', () => {
+  const setup = (options: AladdinOptions = {}) => {
+    // Memory for two 300-token requests: A and B decode on worker 0, C on worker 1; Q waits on worker 0.
+    const p = policy(options, ['mixed', 'mixed'], 1000);
+    const ids = [300, 300, 300].map((tokens) => {
+      const r = request(tokens);
+      p.route(r, 0);
+      p.requestStarted(r.id, 0);
+      p.requestFirstToken(r.id, 0.05);
+      return r.id;
+    });
+    const q = request(50);
+    assert.equal(p.route(q, 0.05).instance, 0);
+    assert.deepEqual([p.inflight(0), p.inflight(1)], [3, 1]);
+    return { p, c: ids[2]!, q: q.id };
+  };
+  // Balanced: nothing outran, nothing finished early: nothing moves.
+  const calm = setup();
+  calm.p.tick(0.5);
+  assert.deepEqual(calm.p.migrations(0.5), []);
+  // At 5 s A and B have run ~380 tokens of a predicted 100 (re-predicted: worker 0 over plan); C finished
+  // after 10 of its 100 (worker 1 under plan): Q moves, as a queued move.
+  const { p, c, q } = setup();
+  p.requestFinished(c, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  p.tick(5);
+  const moves = p.migrations(5);
+  assert.deepEqual(moves, [{ id: q, from: 0, to: 1, queued: true }]);
+  p.migrationEnded(q, 0, 1, 'done', 5);
+  assert.deepEqual([p.inflight(0), p.inflight(1)], [2, 1]);
+  // Taken: asked once.
+  assert.deepEqual(p.migrations(5), []);
+  // Off: the same errors move nothing.
+  const off = setup({ rebalance: false });
+  off.p.requestFinished(off.c, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  off.p.tick(5);
+  assert.deepEqual(off.p.migrations(5), []);
+});
