@@ -208,6 +208,8 @@ export class AladdinPolicy extends BasePolicy {
         this.addError(instance, this.o.gamma * (j.predicted - before), 1);
       }
     }
+    // Moves not taken by now are stale (a gateway never takes them: a routed request is its replica's).
+    this.moves = [];
     if (this.o.rebalance && !this.split()) this.rebalance(now);
     this.errors.clear();
   }
