@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BatchShape, CostModel } from '../../src/core/cost-model/types.ts';
 import { AladdinPolicy } from '../../src/core/policies/aladdin/policy.ts';
 import { Random } from '../../src/core/random.ts';
 import { simulate } from '../../src/sim/simulator.ts';
+import { eq3CostModel } from '../helpers/eq3-cost-model.ts';
 import { seq } from '../helpers/simple-cost-model.ts';
 
-/** Eq. 3 exact (as in test/core/policies/aladdin.test.ts), 4,000 tokens of KV per instance. */
-const costModel: CostModel = {
-  name: 'eq3',
-  iterationTime: (b: BatchShape) =>
-    0.01 + 0.001 * b.requests + 1e-6 * b.seqTokens + 1e-4 * (b.newTokens - b.requests),
-  prefillTime: (n: number) => (n > 0 ? 0.011 + 1e-6 * n + 1e-4 * (n - 1) : 0),
-  decodeTime: (k: number) => 0.011 * k,
-  kvBytesPerToken: 1,
-  kvCapacityTokens: 4000,
-};
+/** Eq. 3 exact (test/helpers/eq3-cost-model.ts), 4,000 tokens of KV per instance. */
+const costModel = eq3CostModel(4000);
 
 test('aladdin re-balancing in the simulator: queued requests leave a worker whose requests outran their prediction', () => {
   // Half the outputs are 2-10 tokens, half 150-300, all predicted 100: errors both ways. Engines run

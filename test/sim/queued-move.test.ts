@@ -16,16 +16,14 @@ class QueuedMoves extends BasePolicy {
   readonly name = 'queued-moves-test';
   readonly branches = ['zero'] as const;
   readonly seen: string[] = [];
-  private readonly random: Random;
   private asked: MigrationRequest[] = [];
   askedCount = 0;
 
   constructor(
-    seed: number,
+    private readonly random: Random,
     private readonly instances: number,
   ) {
     super();
-    this.random = new Random(seed);
   }
 
   protected choose(request: RouteRequest): RouteDecision {
@@ -83,7 +81,7 @@ describe('queued move in the simulator', () => {
         }),
         (s) => {
           const requests = stream(s.requests);
-          const policy = new QueuedMoves(s.seed, s.instances);
+          const policy = new QueuedMoves(new Random(s.seed), s.instances);
           const result = simulate({
             policy,
             instances: s.instances,

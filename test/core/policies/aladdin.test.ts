@@ -1,26 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BatchShape, CostModel } from '../../../src/core/cost-model/types.ts';
 import type { AladdinOptions } from '../../../src/core/policies/aladdin/options.ts';
 import { AladdinPolicy } from '../../../src/core/policies/aladdin/policy.ts';
 import { createGlobalPolicy } from '../../../src/core/policies/registry.ts';
 import type { Role, RouteRequest } from '../../../src/core/types.ts';
+import { eq3CostModel } from '../../helpers/eq3-cost-model.ts';
 import { seq } from '../../helpers/simple-cost-model.ts';
 
-/**
- * A cost model whose Eq. 3 is exact: a decode step of b requests at mean context l takes
- * (1e-6·l + 1e-3)·b + 0.01 s, so Eq. 4's context limit at ATGT 50 ms is 40,000 - 1,000·b tokens.
- * A prefill of n tokens alone takes 0.011 + 1.01e-4·n - 1e-4 s (about 1 s for 10,000 tokens).
- */
-const costModel: CostModel = {
-  name: 'eq3',
-  iterationTime: (b: BatchShape) =>
-    0.01 + 0.001 * b.requests + 1e-6 * b.seqTokens + 1e-4 * (b.newTokens - b.requests),
-  prefillTime: (n: number) => (n > 0 ? 0.011 + 1e-6 * n + 1e-4 * (n - 1) : 0),
-  decodeTime: (k: number) => 0.011 * k,
-  kvBytesPerToken: 1,
-  kvCapacityTokens: Number.POSITIVE_INFINITY,
-};
+const costModel = eq3CostModel();
 
 function policy(
   options: AladdinOptions,
