@@ -10,10 +10,10 @@
  * with which distserve meets the target on ample decode instances, and the designs compete on decode GPUs.
  */
 import { costModelPreset } from '../core/cost-model/presets.ts';
-import { createHistoryPredictor, historyDefaults } from '../core/length/history.ts';
-import { aladdinDefaults } from '../core/policies/aladdin/options.ts';
 import { buildFleet } from '../core/fleet/fleet.ts';
 import { parseFleetConfig } from '../core/fleet/spec.ts';
+import { createHistoryPredictor, historyDefaults } from '../core/length/history.ts';
+import { aladdinDefaults } from '../core/policies/aladdin/options.ts';
 import { fixed } from '../report/text-table.ts';
 import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
