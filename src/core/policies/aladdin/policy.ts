@@ -221,7 +221,7 @@ export class AladdinPolicy extends BasePolicy {
     return out;
   }
 
-  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+  protected override onRouted(request: RouteRequest, decision: RouteDecision, _now: number): void {
     const job = this.jobs.get(request.id);
     if (job === undefined) return;
     this.attach(job, decision.instance);
