@@ -121,6 +121,12 @@ export interface MigrationRequest {
   readonly id: string;
   readonly from: InstanceId;
   readonly to: InstanceId;
+  /**
+   * A queued move instead (Aladdin's re-balancing): `id` waits on `from` and was never admitted, so it
+   * has no KV; it leaves that queue and joins the tail of `to`'s at once, nothing copied. Refused
+   * (`aborted`) once it started, or when `to` is not an active mixed instance.
+   */
+  readonly queued?: boolean;
 }
 
 /**

@@ -411,6 +411,23 @@ export class Engine {
   }
 
   /**
+   * Queued move, source (Aladdin's re-balancing; src/sim/migration.ts): a request that waits here and
+   * was never admitted leaves the queue; it holds no memory and no KV, so nothing is copied and the
+   * caller submits it elsewhere. False, changing nothing, for any other (admitted, preempted back to the
+   * queue, a prefill-only leg whose decode is bound to this KV, or not here): a move that came too late
+   * is refused.
+   */
+  withdraw(id: string): boolean {
+    const r = this.byId.get(id);
+    if (r === undefined || r.phase !== 'waiting' || r.started || r.stopAfterPrefill) return false;
+    this.waiting.splice(this.waiting.indexOf(r), 1);
+    r.phase = 'gone';
+    this.byId.delete(id);
+    this.stalled = false;
+    return true;
+  }
+
+  /**
    * Live migration, destination: adopt a migrated request (`adopt`'s checks) at the head of the adopt
    * queue; it started elsewhere, so its admission here sends no `started` event, and its finish reports
    * the source's cache hit (`kv.cachedTokens`).

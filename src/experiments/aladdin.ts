@@ -12,6 +12,8 @@
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { buildFleet } from '../core/fleet/fleet.ts';
 import { parseFleetConfig } from '../core/fleet/spec.ts';
+import { createHistoryPredictor, historyDefaults } from '../core/length/history.ts';
+import { aladdinDefaults } from '../core/policies/aladdin/options.ts';
 import { fixed } from '../report/text-table.ts';
 import { runSimulation, type SimReport, type SimSpec } from '../sim/run.ts';
 import { createWorkload } from '../workloads/registry.ts';
@@ -190,6 +192,48 @@ interface Misses {
   /** Output tokens of the ones that missed, median, and of all. */
   readonly outputMedianMissed: number;
   readonly outputMedianAll: number;
+  /**
+   * Aladdin's own predictions (history, replayed: `historyReplay`): the missed ones whose prediction
+   * exceeded their output, the median of predicted over true output among them, and the mean
+   * prediction error (predicted - true) over the missed and over all requests.
+   */
+  readonly overPredictedMissed: number;
+  readonly predictedOverTrueMissed: number;
+  readonly meanErrorMissed: number;
+  readonly meanErrorAll: number;
+  /** Algorithm 2's queued moves done in that run. */
+  readonly queuedMoves: number;
+}
+
+/**
+ * The predictions Aladdin's own predictor (history, with the policy's prior) made for a run's requests:
+ * replayed from the records, each predicted at its arrival from the requests finished before it (the
+ * policy observes a request when it finishes). Without max_tokens caps (the workload gives none).
+ */
+export function historyReplay(
+  records: readonly {
+    id: string;
+    arrival: number;
+    finish: number;
+    promptTokens: number;
+    outputTokens: number;
+  }[],
+): Map<string, number> {
+  const predictor = createHistoryPredictor({
+    ...historyDefaults,
+    prior: aladdinDefaults.defaultOutputTokens,
+  });
+  const events = [
+    ...records.map((r) => ({ at: r.arrival, arrive: true, r })),
+    ...records.map((r) => ({ at: r.finish, arrive: false, r })),
+  ].sort((a, b) => a.at - b.at || Number(a.arrive) - Number(b.arrive));
+  const out = new Map<string, number>();
+  for (const { arrive, r } of events) {
+    const query = { id: r.id, promptTokens: r.promptTokens };
+    if (arrive) out.set(r.id, predictor.predict(query, r.arrival).tokens);
+    else predictor.observe?.(query, r.outputTokens, r.finish);
+  }
+  return out;
 }
 
 /** An aladdin series on the ample fleet with its own predictions and with the true lengths (`--predictor oracle`). */
@@ -214,7 +258,7 @@ function truth(design: Design, rps: number, prefill: number, requests: number, s
 
 function misses(design: Design, rps: number, requests: number, seed: number): Misses {
   const iterations: [number, number, number][][] = Array.from({ length: AMPLE }, () => []);
-  const { result } = runSimulation({
+  const { result, report } = runSimulation({
     ...specFor(design, rps, AMPLE, 0, requests, seed),
     onIteration: (i, it, _engine, now) => {
       iterations[i]!.push([now - it.duration, now, it.prefillTokens]);
@@ -223,7 +267,11 @@ function misses(design: Design, rps: number, requests: number, seed: number): Mi
   const atgt = aladdinSlo().tpot;
   const tally = { missed: [0, 0], others: [0, 0], pure: [0, 0] };
   const missedOutputs: number[] = [];
+  const predicted = historyReplay(result.records);
+  const errors = { missed: [] as number[], all: [] as number[], ratio: [] as number[] };
   for (const r of result.records) {
+    const p = predicted.get(r.id)!;
+    errors.all.push(p - r.outputTokens);
     if (r.outputTokens < 2 || r.finish < 0) continue;
     const decode = iterations[r.instance]!.filter(
       ([a, b]) => a >= r.firstToken - 1e-9 && b <= r.finish + 1e-9,
@@ -235,6 +283,8 @@ function misses(design: Design, rps: number, requests: number, seed: number): Mi
     t[1]! += decode.length;
     if (!missed) continue;
     missedOutputs.push(r.outputTokens);
+    errors.missed.push(p - r.outputTokens);
+    errors.ratio.push(p / r.outputTokens);
     for (const [a, b, p] of decode)
       if (p === 0) {
         tally.pure[0]! += b - a;
@@ -242,6 +292,7 @@ function misses(design: Design, rps: number, requests: number, seed: number): Mi
       }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   return {
     series: design.series,
     rps,
@@ -252,6 +303,11 @@ function misses(design: Design, rps: number, requests: number, seed: number): Mi
     pureStepMissed: tally.pure[0]! / Math.max(1, tally.pure[1]!),
     outputMedianMissed: median(missedOutputs),
     outputMedianAll: median(result.records.map((r) => r.outputTokens)),
+    overPredictedMissed: errors.missed.filter((e) => e > 0).length,
+    predictedOverTrueMissed: median(errors.ratio),
+    meanErrorMissed: mean(errors.missed),
+    meanErrorAll: mean(errors.all),
+    queuedMoves: report.migrations?.queued ?? 0,
   };
 }
 
@@ -478,6 +534,22 @@ export const aladdin: Experiment = {
       for (const m of f.misses)
         lines.push(
           `| ${m.series} | ${m.rps} rps | ${m.missed} of ${m.requests} | ${pct(m.withPrefillMissed)} / ${pct(m.withPrefillOthers)} | ${fixed(m.pureStepMissed * 1000, 1)} ms (ATGT ${fixed(slo.tpot * 1000, 1)} ms) | ${m.outputMedianMissed} / ${m.outputMedianAll} |`,
+        );
+      lines.push(
+        '',
+        "Their predictions (Aladdin's own, history: the mean output of finished requests in the prompt's 512-token",
+        'bucket, replayed from the run). Constraint (d) admits a prefill within θ x the least slack on the worker,',
+        'slack = l_pred x (ATGT - step) less what earlier prefills took: a prediction above the true output',
+        'overstates it by the same factor. The predictor is unbiased over all requests (their errors cancel in the',
+        "sums of (b) and (e)), but (d) takes a minimum, which the over-predicted short requests set. Algorithm 2's",
+        'queued moves in that run: requests not started moved off a worker whose requests outran their predictions.',
+        '',
+        '| series | rate | missed ATGT with prediction > output | predicted / true output, median (missed) | mean error (predicted - true): missed / all | queued moves |',
+        '|---|---|---|---|---|---|',
+      );
+      for (const m of f.misses)
+        lines.push(
+          `| ${m.series} | ${m.rps} rps | ${m.overPredictedMissed} of ${m.missed} | ${fixed(m.predictedOverTrueMissed, 1)}x | ${fixed(m.meanErrorMissed, 0)} / ${fixed(m.meanErrorAll, 0)} tokens | ${m.queuedMoves} |`,
         );
       lines.push('');
     }

@@ -27,11 +27,12 @@ export interface MigrationLogEntry {
   /**
    * `round`: a copy round started (`tokens` to copy, the request decoding on); `stop-and-copy`: the
    * request left the source's batch for the last copy; `done`: it is on `to`; `aborted`: it stays on
-   * `from` (`reason`).
+   * `from` (`reason`). A queued move logs `done` or `aborted` alone, with `queued`.
    */
   readonly event: 'round' | 'stop-and-copy' | 'done' | 'aborted';
   readonly tokens?: number;
   readonly reason?: string;
+  readonly queued?: true;
 }
 
 /** What the migrator needs of the simulator. */
@@ -51,12 +52,11 @@ export interface MigrationHost {
   kick(instance: InstanceId): void;
   /** Evictions made on `instance` to reserve memory, reported to the policy now. */
   evicted(instance: InstanceId, evictions: readonly EngineEviction[], now: number): void;
+  /** A queued move is done: the request waits on `to` now (its record's instance). */
+  requeued(id: string, to: InstanceId): void;
 }
 
-interface Migration {
-  readonly id: string;
-  readonly from: InstanceId;
-  readonly to: InstanceId;
+interface Migration extends MigrationRequest {
   readonly request: EngineRequest;
   /** Tokens of KV on the destination, and those whose copy is under way. */
   sent: number;
@@ -66,6 +66,17 @@ interface Migration {
   rounds: number;
   stopping: boolean;
 }
+
+/** A migration before its first copy (or one refused at once). */
+const fresh = (m: MigrationRequest, request: EngineRequest): Migration => ({
+  ...m,
+  request,
+  sent: 0,
+  inFlight: 0,
+  reserved: 0,
+  rounds: 0,
+  stopping: false,
+});
 
 /**
  * Llumnix's live migration (OSDI 24, §4.2) on the simulator's clock: a policy's request starts a copy
@@ -77,6 +88,9 @@ interface Migration {
  * its adopt queue. A request that finishes or is preempted on the source, or a destination that stops
  * taking work, aborts the migration (a suspended request resumes on the source); the destination's
  * reservation goes back.
+ *
+ * A queued move (`MigrationRequest.queued`, Aladdin's re-balancing) is the same request with no KV to
+ * copy: done or refused at once (`requeue`).
  *
  * Approximation: an engine's state runs one iteration ahead of the clock (its tokens are computed when
  * the iteration starts), so a round started mid-iteration copies that iteration's token too.
@@ -111,6 +125,10 @@ export class Migrator {
   }
 
   private start(m: MigrationRequest, now: number): void {
+    if (m.queued === true) {
+      this.requeue(m, now);
+      return;
+    }
     const request = this.host.request(m.id);
     const info = this.host.engines[m.from]?.request(m.id);
     let refused: string | undefined;
@@ -120,24 +138,44 @@ export class Migrator {
       refused = `not decoding on instance ${m.from}`;
     else if (!this.host.canReceive(m.to)) refused = `instance ${m.to} cannot take it`;
     if (refused !== undefined) {
-      this.end(
-        { ...m, request: request!, sent: 0, inFlight: 0, reserved: 0, rounds: 0, stopping: false },
-        now,
-        refused,
-      );
+      this.end(fresh(m, request!), now, refused);
       return;
     }
-    const migration: Migration = {
-      ...m,
-      request: request!,
-      sent: 0,
-      inFlight: 0,
-      reserved: 0,
-      rounds: 0,
-      stopping: false,
-    };
+    const migration = fresh(m, request!);
     this.active.set(m.id, migration);
     this.copy(migration, info!.kvTokens, now);
+  }
+
+  /**
+   * A queued move (Aladdin's re-balancing): a request waiting on `from`, never admitted, has no KV, so
+   * it leaves that queue and joins the tail of `to`'s at once; the re-queue is all it costs. The
+   * destination takes it first (it may refuse a request too large for it), then the source lets go
+   * (it refuses one that started); a refusal there takes it back off the destination.
+   */
+  private requeue(m: MigrationRequest, now: number): void {
+    const request = this.host.request(m.id);
+    const from = this.host.engines[m.from];
+    const to = this.host.engines[m.to];
+    let refused: string | undefined;
+    if (this.active.has(m.id)) refused = 'already migrating';
+    else if (m.from === m.to) refused = 'source and destination are one instance';
+    else if (request === undefined || from?.request(m.id)?.phase !== 'waiting')
+      refused = `not waiting on instance ${m.from}`;
+    else if (to === undefined || to.role !== 'mixed' || !this.host.canReceive(m.to))
+      refused = `instance ${m.to} cannot take it`;
+    else {
+      try {
+        to.submit(request, now);
+      } catch (e) {
+        refused = (e as Error).message;
+      }
+      if (refused === undefined && !from.withdraw(m.id)) {
+        to.abort(m.id);
+        refused = `started on instance ${m.from}`;
+      }
+    }
+    if (refused === undefined) this.host.requeued(m.id, m.to);
+    this.end(fresh(m, request!), now, refused);
   }
 
   /** Reserve room for `tokens` more on the destination and copy them; abort when there is none. */
@@ -223,6 +261,7 @@ export class Migrator {
       to: m.to,
       event: outcome,
       ...(reason === undefined ? {} : { reason }),
+      ...(m.queued === true ? { queued: true as const } : {}),
     });
     this.host.policy.migrationEnded?.(m.id, m.from, m.to, outcome, now);
     // Memory given back may let waiting work run (an engine stalls while nothing fits).

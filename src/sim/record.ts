@@ -8,7 +8,8 @@ import type { InstanceId } from '../core/types.ts';
 export interface SimRecord {
   readonly id: string;
   readonly workload: string;
-  readonly instance: InstanceId;
+  /** Where it ran: where it was routed, or where a queued move (Aladdin's re-balancing) took it before it started. */
+  instance: InstanceId;
   readonly branch: string;
   readonly arrival: number;
   readonly dispatch: number;

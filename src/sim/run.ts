@@ -151,14 +151,16 @@ export interface SimReport {
   /** Only when the fleet changed during the run (fleet actions, policy requests): what changed, when. */
   readonly fleetLog?: readonly FleetLogEntry[];
   /**
-   * Only when the policy migrates (llumnix): migrations asked for, done and aborted, and the KV tokens
-   * their rounds copied (aborted ones' included).
+   * Only when the policy migrates (llumnix; aladdin's re-balancing): migrations asked for, done and
+   * aborted, and the KV tokens their rounds copied (aborted ones' included); `queued`: the done ones
+   * that were queued moves (no KV), when there were any.
    */
   readonly migrations?: {
     readonly asked: number;
     readonly done: number;
     readonly aborted: number;
     readonly copiedTokens: number;
+    readonly queued?: number;
   };
   /** Only with a host KV pool (`hostKvTokens`): preemptions, and how many of them swapped out and back in. */
   readonly swaps?: { readonly preemptions: number; readonly swapOuts: number; readonly swapIns: number };
@@ -417,12 +419,15 @@ function migrationSummary(log: readonly MigrationLogEntry[]): NonNullable<SimRep
   let done = 0;
   let aborted = 0;
   let copiedTokens = 0;
+  let queued = 0;
   for (const e of log) {
-    if (e.event === 'done') done++;
-    else if (e.event === 'aborted') aborted++;
+    if (e.event === 'done') {
+      done++;
+      if (e.queued === true) queued++;
+    } else if (e.event === 'aborted') aborted++;
     else copiedTokens += e.tokens ?? 0;
   }
-  return { asked: done + aborted, done, aborted, copiedTokens };
+  return { asked: done + aborted, done, aborted, copiedTokens, ...(queued > 0 ? { queued } : {}) };
 }
 
 function transferSummary(seconds: number[]): PercentileSummary {

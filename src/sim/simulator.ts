@@ -503,6 +503,11 @@ export function simulate(options: SimulatorOptions): SimResult {
             evicted: (i, evictions, now) => {
               for (const e of evictions) policy.instanceEvicted(i, e.path, e.keptTokens, now);
             },
+            requeued: (id, to) => {
+              // It never ran where it was routed: it is `to`'s request.
+              const r = byId.get(id);
+              if (r !== undefined) r.instance = to;
+            },
           },
           options.migration,
         );

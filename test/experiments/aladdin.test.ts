@@ -7,6 +7,7 @@ import {
   ALADDIN_RATES,
   ALADDIN_THETAS,
   aladdinSlo,
+  historyReplay,
 } from '../../src/experiments/aladdin.ts';
 import { findExperiment } from '../../src/experiments/registry.ts';
 import { renderReport } from '../../src/experiments/report.ts';
@@ -52,4 +53,26 @@ test('aladdin: the claims record, the GPUs-needed table and its plot (tiny run)'
   const { markdown, plots } = renderReport(experiment, results, { command: 'test' });
   assert.match(markdown, /## GPUs needed/);
   assert.ok(plots.some((p) => p.file === 'gpus-needed'));
+});
+
+test('historyReplay predicts each request from the ones finished before it arrived (bucket mean, else the prior)', () => {
+  const records = [
+    { id: 'a', arrival: 0, finish: 1, promptTokens: 100, outputTokens: 10 },
+    { id: 'b', arrival: 0.5, finish: 3, promptTokens: 200, outputTokens: 30 },
+    { id: 'c', arrival: 2, finish: 4, promptTokens: 300, outputTokens: 50 },
+    { id: 'd', arrival: 3.5, finish: 5, promptTokens: 400, outputTokens: 1 },
+    { id: 'e', arrival: 3.5, finish: 5, promptTokens: 900, outputTokens: 1 },
+  ];
+  const p = historyReplay(records);
+  // a and b before anything finished: the prior; c after a; d after a and b; e in another bucket.
+  assert.deepEqual(
+    [...p.entries()],
+    [
+      ['a', 256],
+      ['b', 256],
+      ['c', 10],
+      ['d', 20],
+      ['e', 256],
+    ],
+  );
 });

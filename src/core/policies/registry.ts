@@ -210,7 +210,7 @@ const DISAGGREGATED_POLICIES = {
   }),
   aladdin: entry({
     summary:
-      'Aladdin (seed 004): SLO-aware best fit, the most loaded worker that still meets TTFT, ATGT (gamma, theta) and KV per future iteration, from performance models refit online; colocated or split phase; asks a provisioner for workers when none fits',
+      'Aladdin (seed 004): SLO-aware best fit, the most loaded worker that still meets TTFT, ATGT (gamma, theta) and KV per future iteration, from performance models refit online; colocated or split phase; asks a provisioner for workers when none fits; re-balances requests not started at each tick (Algorithm 2, queued moves: simulator only)',
     defaults: aladdinDefaults,
     create: (o, context) =>
       new AladdinPolicy(o, {

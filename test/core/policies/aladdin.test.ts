@@ -1,26 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BatchShape, CostModel } from '../../../src/core/cost-model/types.ts';
 import type { AladdinOptions } from '../../../src/core/policies/aladdin/options.ts';
 import { AladdinPolicy } from '../../../src/core/policies/aladdin/policy.ts';
 import { createGlobalPolicy } from '../../../src/core/policies/registry.ts';
 import type { Role, RouteRequest } from '../../../src/core/types.ts';
+import { eq3CostModel } from '../../helpers/eq3-cost-model.ts';
 import { seq } from '../../helpers/simple-cost-model.ts';
 
-/**
- * A cost model whose Eq. 3 is exact: a decode step of b requests at mean context l takes
- * (1e-6·l + 1e-3)·b + 0.01 s, so Eq. 4's context limit at ATGT 50 ms is 40,000 - 1,000·b tokens.
- * A prefill of n tokens alone takes 0.011 + 1.01e-4·n - 1e-4 s (about 1 s for 10,000 tokens).
- */
-const costModel: CostModel = {
-  name: 'eq3',
-  iterationTime: (b: BatchShape) =>
-    0.01 + 0.001 * b.requests + 1e-6 * b.seqTokens + 1e-4 * (b.newTokens - b.requests),
-  prefillTime: (n: number) => (n > 0 ? 0.011 + 1e-6 * n + 1e-4 * (n - 1) : 0),
-  decodeTime: (k: number) => 0.011 * k,
-  kvBytesPerToken: 1,
-  kvCapacityTokens: Number.POSITIVE_INFINITY,
-};
+const costModel = eq3CostModel();
 
 function policy(
   options: AladdinOptions,
@@ -66,9 +53,16 @@ test('best fit fills the most loaded worker that fits, where least-load spreads'
 
 test('(b) ATGT: the fourth 10,000-token prompt passes Eq. 4 on a worker holding three and goes to the next', () => {
   // Each counts 10,000 + 0.5 x 100 = 10,050 tokens; 3 x 10,050 <= 37,000, 4 x 10,050 > 36,000.
-  const p = policy({}, ['mixed', 'mixed']);
-  const chosen = [1, 2, 3, 4].map(() => routeStarted(p, 10_000).instance);
-  assert.deepEqual(chosen, [0, 0, 0, 1]);
+  // Decode workers, so that (d) (these prefills would spend each other's decode slack) stays out.
+  const p = policy({}, ['prefill', 'decode', 'decode']);
+  const chosen = [1, 2, 3, 4].map(() => {
+    const r = request(10_000);
+    p.route(r, 0);
+    p.requestStarted(r.id, 0);
+    p.requestFirstToken(r.id, 0);
+    return p.routeDecode(r.id, 0, 10_000, 0);
+  });
+  assert.deepEqual(chosen, [1, 1, 1, 2]);
 });
 
 test('(b) with theta: 0.75 of the limit holds two of them, not three', () => {
@@ -159,4 +153,59 @@ test('an overrun is re-predicted at the tick: the longer output then weighs on p
   p.tick(5);
   // Re-predicted (doubled, past what it ran): ~380 or more run, so 680 held plus the probe's 300 pass 800.
   assert.equal(probe(5), 1);
+});
+
+test('(d) decode slack: a request not yet at its first token decodes after the prompts placed behind it, so it counts', () => {
+  // A is admitted, its prefill under way, predicted 5 tokens (its max_tokens): its slack is about
+  // 5 x (50 ms - 13 ms) = 0.185 s. A 1,000-token prompt (0.11 s) fits in it and spends it; a second
+  // one no longer does, before or after A's first token. A 5,000-token prompt (0.52 s) never fits.
+  const p = policy({}, ['mixed', 'mixed']);
+  const a = request(100, { outputLenHint: 5 });
+  p.route(a, 0);
+  p.requestStarted(a.id, 0);
+  const big = request(5000);
+  assert.equal(p.route(big, 0).instance, 1, 'beyond A’s slack, queued or not');
+  p.requestFinished(big.id, 0, { promptTokens: 5000, cachedTokens: 0, outputTokens: 1 });
+  const b = request(1000);
+  assert.equal(p.route(b, 0).instance, 0);
+  p.requestFirstToken(a.id, 0.02);
+  assert.equal(p.route(request(1000), 0.02).instance, 1, 'B took A’s slack while A was still prefilling');
+});
+
+test('re-balancing (Algorithm 2): a request not started leaves the worker whose request outran for one where one finished early', () => {
+  const setup = (options: AladdinOptions = {}) => {
+    // Memory for two 300-token requests: A and B decode on worker 0, C on worker 1; Q waits on worker 0.
+    const p = policy(options, ['mixed', 'mixed'], 1000);
+    const ids = [300, 300, 300].map((tokens) => {
+      const r = request(tokens);
+      p.route(r, 0);
+      p.requestStarted(r.id, 0);
+      p.requestFirstToken(r.id, 0.05);
+      return r.id;
+    });
+    const q = request(50);
+    assert.equal(p.route(q, 0.05).instance, 0);
+    assert.deepEqual([p.inflight(0), p.inflight(1)], [3, 1]);
+    return { p, c: ids[2]!, q: q.id };
+  };
+  // Balanced: nothing outran, nothing finished early: nothing moves.
+  const calm = setup();
+  calm.p.tick(0.5);
+  assert.deepEqual(calm.p.migrations(0.5), []);
+  // At 5 s A and B have run ~380 tokens of a predicted 100 (re-predicted: worker 0 over plan); C finished
+  // after 10 of its 100 (worker 1 under plan): Q moves, as a queued move.
+  const { p, c, q } = setup();
+  p.requestFinished(c, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  p.tick(5);
+  const moves = p.migrations(5);
+  assert.deepEqual(moves, [{ id: q, from: 0, to: 1, queued: true }]);
+  p.migrationEnded(q, 0, 1, 'done', 5);
+  assert.deepEqual([p.inflight(0), p.inflight(1)], [2, 1]);
+  // Taken: asked once.
+  assert.deepEqual(p.migrations(5), []);
+  // Off: the same errors move nothing.
+  const off = setup({ rebalance: false });
+  off.p.requestFinished(off.c, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  off.p.tick(5);
+  assert.deepEqual(off.p.migrations(5), []);
 });

@@ -91,9 +91,12 @@ export function meetsTtft(fits: AladdinFits, jobs: readonly Job[], now: number):
 }
 
 /**
- * (d): a new prefill preempts the decodes, so it may take only θ of the slack the decoding requests
- * have against ATGT: over its predicted output, T_dec·l_out less the decode time at the current step
- * less what earlier prefills already took (`stolen`).
+ * (d): a new prefill preempts the decodes, so it may take only θ of the slack the requests on the
+ * worker have against ATGT: over its predicted output, T_dec·l_out less the decode time at the current
+ * step less what later prefills already took (`stolen`). Every request placed before it counts, not
+ * only those decoding: our engines serve in order and chunk prefills, so a request still queued or
+ * prefilling decodes while this one's chunks run (the paper's heartbeat starts every placed request
+ * before the next placement, so there all of them are ongoing).
  */
 export function meetsDecodeSlack(
   fits: AladdinFits,
@@ -103,10 +106,7 @@ export function meetsDecodeSlack(
   theta: number,
 ): boolean {
   let slack = Number.POSITIVE_INFINITY;
-  for (const j of jobs) {
-    if (j.firstTokenAt === undefined) continue;
-    slack = Math.min(slack, j.predicted * (j.atgt - step) - j.stolen);
-  }
+  for (const j of jobs) slack = Math.min(slack, j.predicted * (j.atgt - step) - j.stolen);
   return prefillSeconds(fits.prefill, candidate.inputTokens) <= theta * slack;
 }
 

@@ -14,6 +14,8 @@ export interface AladdinOptions {
   readonly refit?: boolean;
   /** The output length predicted before any request of the input-length bucket has finished (the history predictor's prior). */
   readonly defaultOutputTokens?: number;
+  /** Algorithm 2: move requests not started from over- to under-utilized workers at each tick (colocated; the simulator). */
+  readonly rebalance?: boolean;
 }
 
 export const aladdinDefaults: Required<AladdinOptions> = {
@@ -23,6 +25,7 @@ export const aladdinDefaults: Required<AladdinOptions> = {
   atgt: 0,
   refit: true,
   defaultOutputTokens: 256,
+  rebalance: true,
 };
 
 /** Without any SLO given (ours): DistServe's chatbot-class TPOT and a one-second first token. */

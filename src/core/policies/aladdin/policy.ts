@@ -16,11 +16,13 @@
  * On a fleet with prefill and decode instances (split phase, §4.4): prefills are placed by (c) alone
  * (prefill workers have no decode to protect) and decodes, when the KV is ready, by (b) and (e).
  *
- * Re-balancing (Algorithm 2), partly: at each tick a decoding request that outran its prediction is
- * re-predicted (the predictor's `repredict`: history doubles it, where the paper takes the mean output of
- * the requests of that input length that ran longer; ours needs no per-length tail), which moves its worker's error
- * (l_e, b_e) into the sums every later placement checks. Moving requests that are queued but not
- * started to another worker is not done: once routed, a request belongs to its engine's queue.
+ * Re-balancing (Algorithm 2, rebalance.ts): at each tick a decoding request that outran its prediction
+ * is re-predicted (the predictor's `repredict`: history doubles it, where the paper takes the mean output
+ * of the requests of that input length that ran longer; ours needs no per-length tail), which adds to its
+ * worker's error (l_e, b_e), as a request that finished before its prediction subtracts; then, colocated,
+ * requests placed but not started move from over- to under-utilized workers where they still meet
+ * (b)-(e), as queued moves (`migrations`, `MigrationRequest.queued`: the simulator carries them out; a
+ * gateway cannot, a routed request is its replica's).
  */
 import { NoInstanceAvailableError } from '../../cluster-view.ts';
 import type { CostModel } from '../../cost-model/types.ts';
@@ -31,6 +33,7 @@ import type {
   FinishCounts,
   InstanceId,
   InstanceLoadSignal,
+  MigrationRequest,
   RouteDecision,
   RouteRequest,
   Tokens,
@@ -49,6 +52,7 @@ import {
 } from './feasibility.ts';
 import { AladdinModel } from './model.ts';
 import { type AladdinOptions, aladdinDefaults, checkAladdinOptions, FALLBACK_SLO } from './options.ts';
+import { errorLine, type Movable, rebalance, type WorkerError } from './rebalance.ts';
 
 export interface AladdinContext {
   readonly costModel: CostModel;
@@ -79,6 +83,9 @@ export class AladdinPolicy extends BasePolicy {
   /** The workers best fit opened and the fleet did not have yet, with the jobs packed into each. */
   private readonly virtual: Job[][] = [];
   private readonly decodeStarts = new Map<string, DecodeStart>();
+  /** Algorithm 2: each worker's prediction error found since the last re-balancing, and the moves asked. */
+  private readonly errors = new Map<InstanceId, WorkerError>();
+  private moves: MigrationRequest[] = [];
 
   constructor(options: AladdinOptions, context: AladdinContext) {
     super();
@@ -183,32 +190,48 @@ export class AladdinPolicy extends BasePolicy {
     this.model.kv.add({ tokens, kv: signal.usedKvTokens });
   }
 
-  /** Algorithm 2's error tracking: a decoding request past its prediction gets the conditional one. */
+  /**
+   * Algorithm 2: a decoding request past its prediction gets the conditional one (its worker's error
+   * grows), then, colocated, the re-balancing of requests not started.
+   */
   override tick(now: number): void {
     const fitted = this.model.current();
-    for (const jobs of this.on.values()) {
+    for (const [instance, jobs] of this.on) {
       if (jobs.length === 0) continue;
       const step = stepSeconds(fitted, jobs, now);
       for (const j of jobs) {
         if (j.firstTokenAt === undefined || step <= 0) continue;
         const ran = Math.floor((now - j.firstTokenAt) / step) + 1;
-        if (ran >= j.predicted)
-          j.predicted = this.predictor.repredict(query(j.id, j.inputTokens), ran, {
-            tokens: j.predicted,
-          }).tokens;
+        if (ran < j.predicted) continue;
+        const before = j.predicted;
+        j.predicted = this.predictor.repredict(query(j.id, j.inputTokens), ran, { tokens: before }).tokens;
+        this.addError(instance, this.o.gamma * (j.predicted - before), 1);
       }
     }
+    // Moves not taken by now are stale (a gateway never takes them: a routed request is its replica's).
+    this.moves = [];
+    if (this.o.rebalance && !this.split()) this.rebalance(now);
+    this.errors.clear();
   }
 
-  protected override onRouted(request: RouteRequest, decision: RouteDecision, now: number): void {
+  /** The queued moves Algorithm 2 asked for (taken). */
+  migrations(_now: number): readonly MigrationRequest[] {
+    const out = this.moves;
+    this.moves = [];
+    return out;
+  }
+
+  protected override onRouted(request: RouteRequest, decision: RouteDecision, _now: number): void {
     const job = this.jobs.get(request.id);
     if (job === undefined) return;
     this.attach(job, decision.instance);
   }
 
-  protected override onMoved(id: string, from: InstanceId, to: InstanceId, now: number): void {
+  protected override onMoved(id: string, from: InstanceId, to: InstanceId, _now: number): void {
     const job = this.jobs.get(id);
     if (job === undefined) return;
+    // A request moved before its prefill gives the slack it spent on `from` back (it prefills on `to`).
+    if (job.startedAt === undefined) this.refund(job, from);
     this.detach(job, from);
     this.attach(job, to);
   }
@@ -227,6 +250,9 @@ export class AladdinPolicy extends BasePolicy {
     const start = this.decodeStarts.get(id);
     this.decodeStarts.delete(id);
     if (counts === undefined) return;
+    // Finished before its prediction: its worker holds less than planned (Algorithm 2's b_e - 1).
+    if (counts.outputTokens < job.predicted)
+      this.addError(instance, this.o.gamma * (counts.outputTokens - job.predicted), -1);
     this.predictor.observe?.(query(id, job.inputTokens), counts.outputTokens, now);
     const uncached = counts.promptTokens - counts.cachedTokens;
     if (job.startedAt !== undefined && job.firstTokenAt !== undefined && uncached > 0)
@@ -291,12 +317,56 @@ export class AladdinPolicy extends BasePolicy {
       jobs = [];
       this.on.set(instance, jobs);
     }
-    // Colocated, a new prefill preempts the decodes there: it spends their slack (constraint (d)).
+    // Colocated, a new prefill preempts the decodes there: it spends the slack of every request placed
+    // before it (constraint (d)), whether it decodes already or will when its own prefill is done.
     if (this.roleOf(instance) === 'mixed') {
       const cost = prefillSeconds(this.model.current().prefill, job.inputTokens);
-      for (const j of jobs) if (j.firstTokenAt !== undefined) j.stolen += cost;
+      for (const j of jobs) j.stolen += cost;
     }
     jobs.push(job);
+  }
+
+  /** Algorithm 2's step 5 on the mixed workers: move requests not started, within (b)-(e) where they go. */
+  private rebalance(now: number): void {
+    if (this.errors.size === 0) return;
+    const fitted = this.model.current();
+    const workers = withRole(this.view, this.view.active, 'mixed');
+    const errors = workers.map((instance) => this.errors.get(instance) ?? { instance, le: 0, be: 0 });
+    const movable: Movable[] = [];
+    for (const instance of workers)
+      for (const j of this.on.get(instance) ?? [])
+        if (j.startedAt === undefined)
+          movable.push({ id: j.id, instance, tokens: j.inputTokens + this.o.gamma * j.predicted });
+    // Destinations as they will be: what the worker holds plus what this round already moved there.
+    const planned = new Map<InstanceId, Job[]>();
+    const line = errorLine(fitted.decode.k2, fitted.decode.c2, this.o.theta);
+    const onTo = (to: InstanceId) => planned.get(to) ?? this.on.get(to) ?? [];
+    const moves = rebalance(
+      line,
+      errors,
+      movable,
+      (r, to) => fits(fitted, 'mixed', onTo(to), this.jobs.get(r.id)!, now, this.capacity(to), this.knobs),
+      (r, to) => planned.set(to, [...onTo(to), this.jobs.get(r.id)!]),
+    );
+    for (const m of moves) this.moves.push({ ...m, queued: true });
+  }
+
+  private addError(instance: InstanceId, le: number, be: number): void {
+    if (this.roleOf(instance) !== 'mixed') return;
+    const e = this.errors.get(instance);
+    if (e === undefined) this.errors.set(instance, { instance, le, be });
+    else {
+      e.le += le;
+      e.be += be;
+    }
+  }
+
+  /** The slack `job`'s prefill was charged on `instance`, back to the requests placed before it. */
+  private refund(job: Job, instance: InstanceId): void {
+    const jobs = this.on.get(instance) ?? [];
+    const at = jobs.indexOf(job);
+    const cost = prefillSeconds(this.model.current().prefill, job.inputTokens);
+    for (let i = 0; i < at; i++) jobs[i]!.stolen = Math.max(0, jobs[i]!.stolen - cost);
   }
 
   private detach(job: Job, instance: InstanceId): void {
