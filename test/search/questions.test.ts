@@ -125,6 +125,23 @@ describe('the distserve question, helpers', () => {
     assert.ok(decode.some((d) => helpersOf(d) > HELPERS && d.capacity > HELPERS * feeder));
   });
 
+  test('a prefill instance whose decode helpers sustain no more than it is measured again beside more', () => {
+    // Short prompts, long answers: three decode instances fall far behind one prefill instance.
+    const prefillHeavy: PlanRequest = {
+      ...decodeHeavy,
+      base: { ...decodeHeavy.base, workload: 'synthetic:in=64,out=256' },
+    };
+    const plan = planDistServeHere(prefillHeavy, noCache, { maxHelpers: 8 });
+    const of = (phase: string) =>
+      plan.evaluated.find((e) => (e.configuration as PhaseConfiguration).phase === phase)!;
+    const prefill = of('prefill');
+    const decode = of('decode');
+    assert.ok(HELPERS * decode.capacity < prefill.capacity, 'the case needs more than three');
+    const helpers = helpersOf(prefill);
+    assert.ok(helpers * decode.capacity > prefill.capacity || helpers === 8, `${helpers} helpers`);
+    assert.equal(prefill.scenario.fleet.instances.find((i) => i.role === 'decode')?.count, helpers);
+  });
+
   test('maxHelpers must be a whole number >= 1', () => {
     assert.throws(() => planDistServeHere(decodeHeavy, noCache, { maxHelpers: 0 }), /maxHelpers/);
   });
