@@ -9,6 +9,7 @@
 import { modelShape } from '../core/cost-model/catalog.ts';
 import { parallelCostModel } from '../core/cost-model/parallel.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
+import { ROOFLINE_DEFAULTS } from '../core/cost-model/roofline-defaults.ts';
 import type { CostModel } from '../core/cost-model/types.ts';
 import { fixed } from '../report/text-table.ts';
 import type { PlanResult } from '../search/plan.ts';
@@ -165,7 +166,7 @@ export function whyLines(input: {
     'OPT-13B; it credits DistServe-High\'s gain to "tailored parallelism strategies for prefill and decoding',
     'instances". So `opt-13b-no-parallelism` searches vLLM++: one colocated OPT-13B instance per TP x PP',
     `(round-robin, FCFS, batch 128, chunks of 512), capacity at 90% meeting both TTFT ${slo.ttft} s and TPOT ${slo.tpot} s,`,
-    'ranked per GPU (`preble plan` with `--layout 1M --objective per-gpu`):',
+    'ranked per GPU (`preble plan` with `--layout 1M --objective perGpu`):',
     '',
     '| TP x PP | goodput (req/s) | per GPU |',
     '|---|---|---|',
@@ -176,11 +177,10 @@ export function whyLines(input: {
     '**The zero-load ceiling.** A goodput at a 90% target needs 90% of the requests to meet the TTFT target,',
     'and no request can beat its prefill alone. The table reads, for each TP (one pipeline stage; PP does not',
     "shorten a request's prefill), the roofline's prefill of a prompt alone, the all-reduces' share of it, the",
-    `longest prompt it prefills within the TTFT target, and the share of the workload's requests within that`,
-    `(the first ${input.requests} sharegpt-like requests of seed ${input.seed}):`,
-    `as generated; only the pairs shorter than OPT's ${OPT_CONTEXT}-token context (DistServe's artifact drops the`,
-    `rest); at a prefill MFU of ${VIDUR_FIT_PREFILL_MFU} (vidur's H100 fit, docs/cost-model.md; not our default,`,
-    '0.45); and both.',
+    "longest prompt it prefills within the TTFT target, and the share of the workload's requests within it",
+    `(the first ${input.requests} sharegpt-like requests of seed ${input.seed}); then the same share counting only the pairs`,
+    `shorter than OPT's ${OPT_CONTEXT}-token context (DistServe's artifact drops the rest), at a prefill MFU of`,
+    `${VIDUR_FIT_PREFILL_MFU} (vidur's H100 fit, docs/cost-model.md; our default is ${ROOFLINE_DEFAULTS.prefillMfu}), and with both.`,
     '',
     '| model (TTFT) | TP | prefill 512 / 1,024 / 2,048 tokens (ms) | all-reduce share (1,024) | longest prompt within TTFT | requests within | < 2,048 tokens | MFU 0.583 | both |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -195,6 +195,8 @@ export function whyLines(input: {
   const tp2 = small.find((r) => r.tp === 2);
   const tp4 = small.find((r) => r.tp === 4);
   const prefillTp2 = perGpuBy(input.placed, 'prefill').find((r) => r.tp === 2 && r.pp === 1);
+  const decodeTp1 = perGpuBy(input.placed, 'decode').find((r) => r.tp === 1 && r.pp === 1);
+  const decodeTp2 = perGpuBy(input.placed, 'decode').find((r) => r.tp === 2 && r.pp === 1);
   if (tp1 !== undefined && tp2 !== undefined && tp4 !== undefined)
     lines.push(
       '',
@@ -208,8 +210,9 @@ export function whyLines(input: {
       '',
       `**Decode.** TP 1's KV memory holds ${tp1.kvTokens} tokens, ${tp1.meanRequestsHeld} requests of the workload's mean length, under`,
       `the batch of 128; TP 2 holds ${tp2.kvTokens} (${tp2.meanRequestsHeld}) and TP 4 ${tp4.kvTokens} (${tp4.meanRequestsHeld}). A decode step of`,
-      `128 at the mean context takes ${ms(tp1.decodeStep)} / ${ms(tp2.decodeStep)} / ${ms(tp4.decodeStep)} ms at TP 1 / 2 / 4, against TPOT ${slo.tpot} s. Per GPU, the decode`,
-      `goodputs above: TP 1 runs a batch memory holds, TP 2 the whole batch of 128 on twice the GPUs.`,
+      `128 at the mean context takes ${ms(tp1.decodeStep)} / ${ms(tp2.decodeStep)} / ${ms(tp4.decodeStep)} ms at TP 1 / 2 / 4, against TPOT ${slo.tpot} s. So a TP 1 decode`,
+      `instance runs at most the batch its memory holds, TP 2 the whole batch on twice the GPUs: ${fixed(decodeTp1?.perGpu ?? 0, 2)}`,
+      `against ${fixed(decodeTp2?.perGpu ?? 0, 2)} req/s per GPU.`,
     );
   const bestTp = (rows: readonly { tp: number; perGpu: number }[]) =>
     rows.reduce((a, b) => (b.perGpu > a.perGpu ? b : a), { tp: 0, perGpu: 0 }).tp;
