@@ -60,6 +60,7 @@ const VARIANTS = [
   { workload: 'sharegpt-like', scale: 2 },
   { workload: 'sharegpt-like', scale: 4 },
   { workload: 'synthetic:in=512,out=64', scale: 1 },
+  { workload: 'synthetic:in=512,out=64', scale: 4 },
 ] as const;
 const VARIANT_TP = [1, 2, 4] as const;
 /** Requests whose lengths the zero-load ceilings count (the most a capacity run carries). */
