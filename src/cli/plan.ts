@@ -42,6 +42,7 @@ interface PlanFlags {
   price: string[];
   budget: string;
   machines: number;
+  maxHelpers: number;
   requests: number;
   seed: number;
   tolerance: number;
@@ -100,6 +101,12 @@ export function registerPlan(program: Command): void {
       'splitwise: the budget is this many colocated machines of the first GPU',
       positiveInt,
       4,
+    )
+    .option(
+      '--max-helpers <n>',
+      'distserve: most instances of the other phase beside a measured one (docs/planning.md)',
+      positiveInt,
+      64,
     )
     .option('--requests <n>', 'requests per simulated run', positiveInt, 300)
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
@@ -276,7 +283,9 @@ async function plan(flags: PlanFlags): Promise<void> {
   try {
     if (question === 'vidur') result = await (await import('../search/vidur.ts')).planVidur(request, run);
     else if (question === 'distserve')
-      result = await (await import('../search/distserve.ts')).planDistServe(request, run);
+      result = await (await import('../search/distserve.ts')).planDistServe(request, run, {
+        maxHelpers: flags.maxHelpers,
+      });
     else if (question === 'aladdin')
       result = await (await import('../search/aladdin.ts')).planAladdin(request, run);
     else

@@ -59,6 +59,18 @@ export function highestPassingRate(passes: (rps: number) => boolean, options: Ra
   return { rps: passing, bracketed: true };
 }
 
+/**
+ * Options for `highestPassingRate` whose last doubling probes exactly `cap`, starting at or below `low`:
+ * for a scenario trusted only up to a rate (DistServe's decode instance: past what its feeding prefill
+ * instances sustain, requests reach it no faster and any rate would pass).
+ */
+export function searchUpTo(cap: number, low: number): { low: number; maxDoublings: number } {
+  if (!(cap > 0) || !(low > 0))
+    throw new Error(`searchUpTo: cap and low must be positive, got ${cap}, ${low}`);
+  const maxDoublings = Math.max(0, Math.ceil(Math.log2(cap / low)) - 1);
+  return { low: cap / 2 ** (maxDoublings + 1), maxDoublings };
+}
+
 /** What a run must meet for its rate to count. */
 export type CapacityCriterion =
   | {

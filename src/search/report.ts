@@ -54,11 +54,12 @@ export function planSummary(plan: PlanResult, seconds: number): string {
         bracketed?: boolean;
         goodputPerGpu: number;
         replicas: number;
+        helpers?: number;
       }[]
     | undefined;
   for (const p of phases ?? [])
     lines.push(
-      `${p.phase}: ${p.replicas} × (${p.configuration}), goodput ${fixed(p.goodput, 2)}${p.bracketed === false ? '+' : ''} req/s, ${fixed(p.goodputPerGpu, 3)} per GPU`,
+      `${p.phase}: ${p.replicas} × (${p.configuration}), goodput ${fixed(p.goodput, 2)}${p.bracketed === false ? '+' : ''} req/s, ${fixed(p.goodputPerGpu, 3)} per GPU${p.helpers === undefined ? '' : ` (measured beside ${p.helpers} ${p.phase === 'prefill' ? 'decode' : 'prefill'} instances)`}`,
     );
   const budget = plan.details?.budget as
     | { kind: string; value: number; machines: number; gpu: string }

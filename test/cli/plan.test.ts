@@ -39,6 +39,7 @@ describe('preble plan', () => {
       [['--gpus', 'tpu'], /--gpus: unknown GPU 'tpu'/],
       [['--question', 'oracle'], /--question: expected one of vidur, distserve, splitwise, aladdin/],
       [['--workload', 'nope'], /unknown workload 'nope'/],
+      [['--question', 'distserve', '--max-helpers', '0'], /--max-helpers/],
     ] as const) {
       const { code, stdout, stderr } = await runCli([...SMALL, ...args]);
       assert.notEqual(code, 0, args.join(' '));

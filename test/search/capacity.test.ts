@@ -6,6 +6,7 @@ import {
   meetsCriterion,
   p99SchedulingDelay,
   scenarioCapacity,
+  searchUpTo,
 } from '../../src/search/capacity.ts';
 import type { ScenarioSpec } from '../../src/search/scenario.ts';
 import type { SimRecord } from '../../src/sim/record.ts';
@@ -26,6 +27,32 @@ describe('highestPassingRate', () => {
         assert.ok(bracketed);
         assert.ok(rps <= threshold && rps >= threshold * 0.98, `${rps} vs ${threshold}`);
       }),
+    );
+  });
+});
+
+describe('searchUpTo', () => {
+  test('the last doubling probes exactly the cap, never above it, from at or below low', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0.01, max: 1000, noNaN: true }),
+        fc.double({ min: 0.01, max: 10, noNaN: true }),
+        (cap, low) => {
+          const search = searchUpTo(cap, low);
+          assert.ok(search.low <= low && search.low > 0);
+          const probes: number[] = [];
+          const { rps, bracketed } = highestPassingRate(
+            (r) => {
+              probes.push(r);
+              return true;
+            },
+            { ...search, relativeTolerance: 0.01 },
+          );
+          assert.equal(bracketed, false);
+          assert.ok(Math.abs(rps - cap) <= 1e-9 * cap, `${rps} vs ${cap}`);
+          assert.ok(Math.max(...probes) <= cap * (1 + 1e-12));
+        },
+      ),
     );
   });
 });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { planAladdinHere } from '../../src/search/aladdin.ts';
 import { noCache } from '../../src/search/cache.ts';
-import { planDistServeHere } from '../../src/search/distserve.ts';
+import { HELPERS, type PhaseConfiguration, planDistServeHere } from '../../src/search/distserve.ts';
+import type { Evaluated } from '../../src/search/evaluated.ts';
 import type { PlanRequest } from '../../src/search/request.ts';
 import { planSplitwise } from '../../src/search/splitwise.ts';
 
@@ -91,5 +92,57 @@ describe('the aladdin question', () => {
 
   test('needs a target rate', () => {
     assert.throws(() => planAladdinHere(request, noCache), /--question aladdin sizes workers for a rate/);
+  });
+});
+
+describe('the distserve question, helpers', () => {
+  // Long prompts, short answers: one decode instance outruns three prefill instances.
+  const decodeHeavy: PlanRequest = {
+    ...request,
+    base: {
+      ...request.base,
+      workload: 'synthetic:in=1024,out=32',
+      minSeconds: 2,
+      slo: { ttft: 0.3, tpot: 0.05 },
+    },
+    space: { ...request.space, gpus: ['h100'], maxRunning: [32] },
+  };
+  const helpersOf = (e: Evaluated) => (e.configuration as PhaseConfiguration).helpers;
+
+  test('a decode goodput is measured only up to what its feeders sustain, with more feeders until bracketed', () => {
+    const plan = planDistServeHere(decodeHeavy, noCache, { maxHelpers: 8 });
+    const prefill = plan.evaluated.filter((e) => (e.configuration as PhaseConfiguration).phase === 'prefill');
+    const decode = plan.evaluated.filter((e) => (e.configuration as PhaseConfiguration).phase === 'decode');
+    const feeder = Math.max(...prefill.map((e) => e.capacity));
+    assert.ok(feeder > 0);
+    for (const d of decode) {
+      const helpers = helpersOf(d);
+      assert.ok(d.capacity <= helpers * feeder * (1 + 1e-9), `${d.capacity} > ${helpers} x ${feeder}`);
+      assert.ok(d.bracketed || helpers === 8, 'a lower bound only where the helpers ran out');
+      assert.equal(d.scenario.fleet.instances.find((i) => i.role === 'prefill')?.count, helpers);
+    }
+    // Here the decode instance needs more than the first three feeders.
+    assert.ok(decode.some((d) => helpersOf(d) > HELPERS && d.capacity > HELPERS * feeder));
+  });
+
+  test('a prefill instance whose decode helpers sustain no more than it is measured again beside more', () => {
+    // Short prompts, long answers: three decode instances fall far behind one prefill instance.
+    const prefillHeavy: PlanRequest = {
+      ...decodeHeavy,
+      base: { ...decodeHeavy.base, workload: 'synthetic:in=64,out=256' },
+    };
+    const plan = planDistServeHere(prefillHeavy, noCache, { maxHelpers: 8 });
+    const of = (phase: string) =>
+      plan.evaluated.find((e) => (e.configuration as PhaseConfiguration).phase === phase)!;
+    const prefill = of('prefill');
+    const decode = of('decode');
+    assert.ok(HELPERS * decode.capacity < prefill.capacity, 'the case needs more than three');
+    const helpers = helpersOf(prefill);
+    assert.ok(helpers * decode.capacity > prefill.capacity || helpers === 8, `${helpers} helpers`);
+    assert.equal(prefill.scenario.fleet.instances.find((i) => i.role === 'decode')?.count, helpers);
+  });
+
+  test('maxHelpers must be a whole number >= 1', () => {
+    assert.throws(() => planDistServeHere(decodeHeavy, noCache, { maxHelpers: 0 }), /maxHelpers/);
   });
 });
