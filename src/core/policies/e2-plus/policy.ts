@@ -12,6 +12,7 @@ import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
 import { keyPortionOf } from '../e2/key-portion.ts';
 import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from '../e2/tree-costs.ts';
+import { chunkedPrefill } from './chunked-prefill.ts';
 import {
   E2_PLUS_BRANCHES,
   E2_PLUS_DEFAULTS,
@@ -55,6 +56,8 @@ interface InstanceState {
   decoding: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
+  /** The instance's chunked-prefill budget, where it reports one (`chunkedPrefill`). */
+  chunkTokens: number | undefined;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -168,17 +171,32 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(instance);
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
-    const prefill = model.prefillTime(missed, matched);
+    // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
+    const beside = state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
+    let prefill: number;
+    // What r's prefill delays each request decoding beside it by.
+    let delay: number;
+    if (this.options.chunkedPrefill) {
+      const chunk = state.chunkTokens ?? this.options.chunkTokens;
+      // Beside the batch decoding now: those queued ahead mostly finish as others start (a queue
+      // does not decode all at once), so they count in the delay, not in the batch.
+      const run = chunkedPrefill(model, missed, matched, chunk, state.decoding, context);
+      const alone = chunkedPrefill(model, missed, matched, chunk, 0, context);
+      const base = model.prefillTime(missed, matched);
+      const stretch = alone.seconds > 0 ? base / alone.seconds : 0;
+      prefill = run.seconds * stretch;
+      delay = Math.max(0, run.seconds - run.iterations * this.stepTime(state.decoding, context)) * stretch;
+    } else {
+      prefill = model.prefillTime(missed, matched);
+      delay = prefill;
+    }
     const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
-      const delayed =
-        state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
-      interference = w * delayed * prefill;
+      interference = w * beside * delay;
     }
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
@@ -396,7 +414,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    this.stateFor(instance);
+    this.stateFor(instance).chunkTokens = info.maxBatchedTokens;
   }
 
   protected get treeCostModel(): CostModel {
@@ -439,7 +457,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0 };
+      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0, chunkTokens: undefined };
       this.states[instance] = s;
     }
     return s;
