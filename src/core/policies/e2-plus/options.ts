@@ -45,6 +45,12 @@ export interface E2PlusOptions {
   readonly chunkedPrefill: boolean;
   /** Chunked-prefill budget per iteration (tokens), where the instance does not report its own. */
   readonly chunkTokens: number;
+  /**
+   * Under lpm, a request also waits for the later arrivals that overtake it (more cached tokens):
+   * Q_i grows by rho x Q_i, rho the prefill seconds per second routed to the instance over the last
+   * Q_i seconds by requests with more cached tokens than this one there.
+   */
+  readonly overtaking: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -76,6 +82,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   interferenceWeight: 1,
   aheadDecoding: true,
   chunkedPrefill: false,
+  overtaking: false,
   chunkTokens: 512,
   memoryTieBreak: true,
   evictionCost: true,

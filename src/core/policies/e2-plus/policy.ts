@@ -58,6 +58,14 @@ interface InstanceState {
   windowRequests: number;
   /** The instance's chunked-prefill budget, where it reports one (`chunkedPrefill`). */
   chunkTokens: number | undefined;
+  /** Routings here, oldest first, over the window (`overtaking`): when, cached tokens, predicted prefill. */
+  readonly recent: Routed[];
+}
+
+interface Routed {
+  readonly time: number;
+  readonly matched: number;
+  readonly prefill: number;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -205,7 +213,9 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const queued = this.queuedAhead(state, matched, now);
+    let queued = this.queuedAhead(state, matched, now);
+    if (this.options.overtaking && queued > 0)
+      queued += this.overtakeRate(state, matched, now, queued) * queued;
     const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
@@ -254,6 +264,19 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const o = this.options;
     if (o.queueOrder === 'fcfs' || f.matched >= matched) return true;
     return f.started && o.startedAhead;
+  }
+
+  /**
+   * Prefill seconds per second routed to the instance over the last `horizon` seconds by requests
+   * with more cached tokens than `matched`: under lpm they overtake a queued request, so while it
+   * waits, this share of the instance's time goes to later arrivals.
+   */
+  private overtakeRate(state: InstanceState, matched: number, now: number, horizon: number): number {
+    let seconds = 0;
+    const r = state.recent;
+    for (let k = r.length - 1; k >= 0 && r[k]!.time > now - horizon; k--)
+      if (r[k]!.matched > matched) seconds += r[k]!.prefill;
+    return seconds / horizon;
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
@@ -326,6 +349,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       startedAt: 0,
     };
     state.queue.add(flight);
+    if (this.options.overtaking) {
+      state.recent.push({ time: now, matched: decision.matchedTokens, prefill: queuedPrefill });
+      // Keep one window of them (the horizon is a queue's length, far below it).
+      let drop = 0;
+      while (drop < state.recent.length && state.recent[drop]!.time < now - this.options.windowSeconds)
+        drop++;
+      if (drop > 0) state.recent.splice(0, drop);
+    }
     this.flights.set(request.id, flight);
     if (this.options.predictEvictions && !this.reportsEvictions.has(instance))
       this.tree.evictToCapacity(instance);
@@ -457,7 +488,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0, chunkTokens: undefined };
+      s = {
+        queuedPrefill: 0,
+        queue: new Set(),
+        decoding: 0,
+        windowRequests: 0,
+        chunkTokens: undefined,
+        recent: [],
+      };
       this.states[instance] = s;
     }
     return s;
