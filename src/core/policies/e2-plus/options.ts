@@ -37,20 +37,6 @@ export interface E2PlusOptions {
    * are prefilled first, so they decode by the time its prefill runs and it delays them too.
    */
   readonly aheadDecoding: boolean;
-  /**
-   * Price a prefill as the engine runs it: in chunks of `chunkTokens`, each iteration beside the
-   * requests decoding there (those queued ahead included, as `aheadDecoding`), instead of as one
-   * batch alone; what it delays each of those by is its time less their own decode steps.
-   */
-  readonly chunkedPrefill: boolean;
-  /** Chunked-prefill budget per iteration (tokens), where the instance does not report its own. */
-  readonly chunkTokens: number;
-  /**
-   * Under lpm, a request also waits for the later arrivals that overtake it (more cached tokens):
-   * Q_i grows by rho x Q_i, rho the prefill seconds per second routed to the instance over the last
-   * Q_i seconds by requests with more cached tokens than this one there.
-   */
-  readonly overtaking: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -81,9 +67,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   interference: true,
   interferenceWeight: 1,
   aheadDecoding: true,
-  chunkedPrefill: false,
-  overtaking: false,
-  chunkTokens: 512,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

@@ -12,7 +12,6 @@ import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
 import { keyPortionOf } from '../e2/key-portion.ts';
 import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from '../e2/tree-costs.ts';
-import { chunkedPrefill } from './chunked-prefill.ts';
 import {
   E2_PLUS_BRANCHES,
   E2_PLUS_DEFAULTS,
@@ -56,16 +55,6 @@ interface InstanceState {
   decoding: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
-  /** The instance's chunked-prefill budget, where it reports one (`chunkedPrefill`). */
-  chunkTokens: number | undefined;
-  /** Routings here, oldest first, over the window (`overtaking`): when, cached tokens, predicted prefill. */
-  readonly recent: Routed[];
-}
-
-interface Routed {
-  readonly time: number;
-  readonly matched: number;
-  readonly prefill: number;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -179,32 +168,17 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(instance);
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
-    // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
-    const beside = state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
-    let prefill: number;
-    // What r's prefill delays each request decoding beside it by.
-    let delay: number;
-    if (this.options.chunkedPrefill) {
-      const chunk = state.chunkTokens ?? this.options.chunkTokens;
-      // Beside the batch decoding now: those queued ahead mostly finish as others start (a queue
-      // does not decode all at once), so they count in the delay, not in the batch.
-      const run = chunkedPrefill(model, missed, matched, chunk, state.decoding, context);
-      const alone = chunkedPrefill(model, missed, matched, chunk, 0, context);
-      const base = model.prefillTime(missed, matched);
-      const stretch = alone.seconds > 0 ? base / alone.seconds : 0;
-      prefill = run.seconds * stretch;
-      delay = Math.max(0, run.seconds - run.iterations * this.stepTime(state.decoding, context)) * stretch;
-    } else {
-      prefill = model.prefillTime(missed, matched);
-      delay = prefill;
-    }
+    const prefill = model.prefillTime(missed, matched);
     const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-      interference = w * beside * delay;
+      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
+      const delayed =
+        state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
+      interference = w * delayed * prefill;
     }
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
@@ -213,9 +187,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    let queued = this.queuedAhead(state, matched, now);
-    if (this.options.overtaking && queued > 0)
-      queued += this.overtakeRate(state, matched, now, queued) * queued;
+    const queued = this.queuedAhead(state, matched, now);
     const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
@@ -264,19 +236,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const o = this.options;
     if (o.queueOrder === 'fcfs' || f.matched >= matched) return true;
     return f.started && o.startedAhead;
-  }
-
-  /**
-   * Prefill seconds per second routed to the instance over the last `horizon` seconds by requests
-   * with more cached tokens than `matched`: under lpm they overtake a queued request, so while it
-   * waits, this share of the instance's time goes to later arrivals.
-   */
-  private overtakeRate(state: InstanceState, matched: number, now: number, horizon: number): number {
-    let seconds = 0;
-    const r = state.recent;
-    for (let k = r.length - 1; k >= 0 && r[k]!.time > now - horizon; k--)
-      if (r[k]!.matched > matched) seconds += r[k]!.prefill;
-    return seconds / horizon;
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
@@ -349,14 +308,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       startedAt: 0,
     };
     state.queue.add(flight);
-    if (this.options.overtaking) {
-      state.recent.push({ time: now, matched: decision.matchedTokens, prefill: queuedPrefill });
-      // Keep one window of them (the horizon is a queue's length, far below it).
-      let drop = 0;
-      while (drop < state.recent.length && state.recent[drop]!.time < now - this.options.windowSeconds)
-        drop++;
-      if (drop > 0) state.recent.splice(0, drop);
-    }
     this.flights.set(request.id, flight);
     if (this.options.predictEvictions && !this.reportsEvictions.has(instance))
       this.tree.evictToCapacity(instance);
@@ -445,7 +396,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    this.stateFor(instance).chunkTokens = info.maxBatchedTokens;
+    this.stateFor(instance);
   }
 
   protected get treeCostModel(): CostModel {
@@ -488,14 +439,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = {
-        queuedPrefill: 0,
-        queue: new Set(),
-        decoding: 0,
-        windowRequests: 0,
-        chunkTokens: undefined,
-        recent: [],
-      };
+      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0 };
       this.states[instance] = s;
     }
     return s;
