@@ -115,15 +115,27 @@ for (const run of runs) {
   console.log(`  tail overtaken by later arrivals: ${part(overtakes)} a request`);
   // Where the queue and the decode went: overtaking in the wait, the prediction, prefill beside the decode.
   const byInstance = Array.from({ length: instances }, (_, i) => recs.filter((r) => r.instance === i));
-  const overtakers = (r: SimRecord) =>
-    byInstance[r.instance]!.filter((o) => o.arrival > r.arrival && o.start < r.start).reduce(
-      (s, o) => s + Math.max(0, Math.min(o.firstToken, r.start) - Math.max(o.start, r.arrival)),
-      0,
-    );
-  const beside = (r: SimRecord, later: boolean) =>
+  // Time inside the wait when no prefill ran on the instance (admission held back by memory or slots).
+  const prefillIdle = (r: SimRecord) => {
+    const spans = byInstance[r.instance]!.filter(
+      (o) => o !== r && o.firstToken > r.arrival && o.start < r.start && o.firstToken > o.start,
+    )
+      .map((o) => [Math.max(o.start, r.arrival), Math.min(o.firstToken, r.start)] as const)
+      .sort((a, b) => a[0] - b[0]);
+    let busy = 0;
+    let end = r.arrival;
+    for (const [a, b] of spans) {
+      if (b <= end) continue;
+      busy += b - Math.max(a, end);
+      end = b;
+    }
+    return r.start - r.arrival - busy;
+  };
+  /** Prompt tokens other requests on r's instance prefilled inside [from, to], those that arrived after r or before it. */
+  const prefilledIn = (r: SimRecord, from: number, to: number, later: boolean) =>
     byInstance[r.instance]!.reduce((s, o) => {
       if (o === r || o.arrival > r.arrival !== later || o.firstToken <= o.start) return s;
-      const span = Math.min(o.firstToken, r.finish) - Math.max(o.start, r.firstToken);
+      const span = Math.min(o.firstToken, to) - Math.max(o.start, from);
       return span <= 0 ? s : s + ((o.promptTokens - o.cachedTokens) * span) / (o.firstToken - o.start);
     }, 0);
   const measured = recs.filter((r) => r.arrival >= warmup);
@@ -145,7 +157,7 @@ for (const run of runs) {
         ? ''
         : ` predicted ${k} ${f(withPrediction.reduce((s, r) => s + predicted.get(r.id)![k], 0) / withPrediction.length)}`;
     console.log(
-      `  ${label} (${sel.length}): queued ${avg((r) => r.start - r.arrival)}${pred('queued')}, of it overtakers' prefill ${avg(overtakers)}; prefill ${avg((r) => r.firstToken - r.start)}${pred('prefill')}; prefill tokens beside its decode from earlier routings ${avg((r) => beside(r, false))}, later ${avg((r) => beside(r, true))}`,
+      `  ${label} (${sel.length}): queued ${avg((r) => r.start - r.arrival)}${pred('queued')}, prefill tokens run in it by earlier arrivals ${avg((r) => prefilledIn(r, r.arrival, r.start, false))} and by later ones (overtakers) ${avg((r) => prefilledIn(r, r.arrival, r.start, true))}, no prefill running ${avg(prefillIdle)}; prefill ${avg((r) => r.firstToken - r.start)}${pred('prefill')}; prefill tokens beside its decode from earlier arrivals ${avg((r) => prefilledIn(r, r.firstToken, r.finish, false))}, later ${avg((r) => prefilledIn(r, r.firstToken, r.finish, true))}`,
     );
   }
   predicted.clear();
