@@ -37,12 +37,6 @@ export interface E2PlusOptions {
    * are prefilled first, so they decode by the time its prefill runs and it delays them too.
    */
   readonly aheadDecoding: boolean;
-  /**
-   * Rank a request in the lpm queue by the prefix the engine has computed, not by what the policy
-   * counts cached at routing: a part still being prefilled by a queued request is not cached on the
-   * engine yet, so requests routed earlier with fewer cached tokens go first.
-   */
-  readonly computedRank: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -73,7 +67,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   interference: true,
   interferenceWeight: 1,
   aheadDecoding: true,
-  computedRank: false,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

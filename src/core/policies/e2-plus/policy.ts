@@ -168,8 +168,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(instance);
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
-    // Its place in the lpm queue: the engine ranks by what it has computed (`computedRank`).
-    const rank = this.options.computedRank ? this.computedMatch(state, matched, mark) : matched;
     const prefill = model.prefillTime(missed, matched);
     const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
@@ -178,7 +176,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
-      const delayed = state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, rank) : 0);
+      const delayed =
+        state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
       interference = w * delayed * prefill;
     }
     let eviction = 0;
@@ -188,7 +187,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const queued = this.queuedAhead(state, rank, now);
+    const queued = this.queuedAhead(state, matched, now);
     const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
@@ -237,26 +236,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const o = this.options;
     if (o.queueOrder === 'fcfs' || f.matched >= matched) return true;
     return f.started && o.startedAhead;
-  }
-
-  /**
-   * The part of a request's `matched` prefix on the instance that the engine has computed: it ends
-   * where a queued request still prefills a node of the request's path (marked `mark`), at that
-   * request's own cached length. The policy counts a prefix cached when it is routed; the engine's
-   * lpm ranks by its cache (docs/e2.md, e2-plus, measurement log step 15).
-   */
-  private computedMatch(state: InstanceState, matched: number, mark: number): number {
-    let computed = matched;
-    for (const f of state.queue) {
-      if (f.matched >= computed) continue;
-      for (let n = f.entry.leaf; n !== null && n.endLen > f.matched; n = n.parent) {
-        if (n.data.mark === mark) {
-          computed = f.matched;
-          break;
-        }
-      }
-    }
-    return computed;
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */

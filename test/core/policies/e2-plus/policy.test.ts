@@ -173,22 +173,3 @@ test('the global LRU model evicts for queued requests only until the instance re
     assert.equal(d.matchedTokens, reported ? 600 : 400, `matched (reported ${reported})`);
   }
 });
-
-test('computedRank: a prefix still being prefilled by a queued request does not rank a request ahead under lpm', () => {
-  for (const computedRank of [false, true]) {
-    const p = plus(2, { computedRank });
-    route(p, seq(100, 0)); // -> 0, queued: computes the 100-token prefix there
-    const b = concat(seq(100, 0), seq(20, 500));
-    // The policy counts b's 100 tokens cached on 0 at once; the engine has none of them until a's
-    // prefill is done, so its lpm ranks b with nothing cached, behind a (0.1 s of queue).
-    const d = route(p, b);
-    close(cost(d, 0).queued, computedRank ? 0.1 : 0, `queued ahead (computedRank ${computedRank})`);
-    close(cost(d, 0).prefill, 0.02, 'its own miss is still only the 20 new tokens');
-    assert.equal(d.instance, computedRank ? 1 : 0);
-  }
-  // Once a's first token is out the prefix is computed, and a sibling ranks by it again.
-  const p = plus(2, { computedRank: true });
-  const a = route(p, seq(100, 0));
-  p.requestFirstToken(a.id, 0.1);
-  close(cost(route(p, concat(seq(100, 0), seq(20, 500)), 0.1), 0).queued, 0, 'after the prefill');
-});
