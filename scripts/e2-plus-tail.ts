@@ -6,7 +6,7 @@
  *
  *   node --import tsx scripts/e2-plus-tail.ts WORKLOAD INSTANCES [--seed S] [--load light|medium|heavy]
  *     [--rps R] [--requests N] [--policies a,b] [--options JSON] [--warmup SECONDS] [--tail]
- *     [--e2e] [--model PRESET]
+ *     [--e2e] [--model PRESET] [--ahead]
  *
  * Without --rps the cell's rate is the grid's (round robin's saturation sweep, src/experiments/policies.ts).
  * --options: e2-plus options for a variant (run as series 'e2-plus*').
@@ -14,11 +14,14 @@
  * warm-up); --model: the cost-model preset (default mistral-7b-a6000). Also printed, for the requests
  * after the warm-up and for the tail: the prefill of later arrivals that overtook them inside their wait
  * (lpm), e2-plus's predicted queue and prefill at routing, and the prefill that ran beside their decode
- * from requests routed before and after them (docs/e2.md, measurement log steps 14-15).
+ * from requests routed before and after them (docs/e2.md, measurement log steps 14-15). --ahead (slow):
+ * the prompt tokens of earlier arrivals that the engine ran before each request although they had fewer
+ * cached tokens at routing (e2-plus's lpm prediction put them behind it), and the share of them that ran
+ * while part of the request's predicted-cached prefix was still being prefilled by an earlier request.
  */
 import { costModelPreset } from '../src/core/cost-model/presets.ts';
 import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
-import type { RouteDecision, RouteRequest } from '../src/core/types.ts';
+import type { RouteDecision, RouteRequest, Tokens } from '../src/core/types.ts';
 import { LOADS, saturationRate } from '../src/experiments/policies.ts';
 import { warmupSeconds } from '../src/experiments/warmup.ts';
 import type { SimRecord } from '../src/sim/record.ts';
@@ -158,6 +161,48 @@ for (const run of runs) {
         : ` predicted ${k} ${f(withPrediction.reduce((s, r) => s + predicted.get(r.id)![k], 0) / withPrediction.length)}`;
     console.log(
       `  ${label} (${sel.length}): queued ${avg((r) => r.start - r.arrival)}${pred('queued')}, prefill tokens run in it by earlier arrivals ${avg((r) => prefilledIn(r, r.arrival, r.start, false))} and by later ones (overtakers) ${avg((r) => prefilledIn(r, r.arrival, r.start, true))}, no prefill running ${avg(prefillIdle)}; prefill ${avg((r) => r.firstToken - r.start)}${pred('prefill')}; prefill tokens beside its decode from earlier arrivals ${avg((r) => prefilledIn(r, r.firstToken, r.finish, false))}, later ${avg((r) => prefilledIn(r, r.firstToken, r.finish, true))}`,
+    );
+  }
+  if (args.includes('--ahead')) {
+    const tokens = new Map<string, Tokens>();
+    for (const q of stream(requests, rps, seed)) tokens.set(q.id, q.tokens);
+    const lcp = (a: Tokens, b: Tokens, max: number) => {
+      const m = Math.min(a.length, b.length, max);
+      let k = 0;
+      while (k < m && a[k] === b[k]) k++;
+      return k;
+    };
+    let ahead = 0;
+    let behindRanFirst = 0;
+    let pending = 0;
+    for (const r of measured) {
+      const mine = byInstance[r.instance]!;
+      for (const o of mine) {
+        // Earlier arrivals still waiting when r arrived and admitted before it.
+        if (o === r || o.arrival >= r.arrival || o.start <= r.arrival || o.start > r.start) continue;
+        const missed = o.promptTokens - o.cachedTokens;
+        if (o.predictedCachedTokens >= r.predictedCachedTokens) {
+          ahead += missed;
+          continue;
+        }
+        behindRanFirst += missed;
+        // Was part of r's predicted-cached prefix being prefilled (by an earlier request) when o started?
+        const rt = tokens.get(r.id)!;
+        if (
+          mine.some(
+            (s) =>
+              s !== r &&
+              s.arrival < r.arrival &&
+              s.firstToken > o.start &&
+              lcp(rt, tokens.get(s.id)!, r.predictedCachedTokens) > s.predictedCachedTokens,
+          )
+        )
+          pending += missed;
+      }
+    }
+    const n = measured.length;
+    console.log(
+      `  earlier arrivals run before a request, prompt tokens each: predicted ahead ${Math.round(ahead / n)}, predicted behind ${Math.round(behindRanFirst / n)} (${Math.round((100 * pending) / Math.max(1, behindRanFirst))}% of them while its predicted-cached prefix was still being prefilled)`,
     );
   }
   predicted.clear();
