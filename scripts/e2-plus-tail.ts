@@ -6,12 +6,24 @@
  *
  *   node --import tsx scripts/e2-plus-tail.ts WORKLOAD INSTANCES [--seed S] [--load light|medium|heavy]
  *     [--rps R] [--requests N] [--policies a,b] [--options JSON] [--warmup SECONDS] [--tail]
+ *     [--e2e] [--model PRESET] [--ahead]
  *
  * Without --rps the cell's rate is the grid's (round robin's saturation sweep, src/experiments/policies.ts).
  * --options: e2-plus options for a variant (run as series 'e2-plus*').
+ * --e2e: a preble-e2e cell instead (working set scaled with the cluster, 3000 requests by default, its
+ * warm-up); --model: the cost-model preset (default mistral-7b-a6000). Also printed, for the requests
+ * after the warm-up and for the tail: the prefill of later arrivals that overtook them inside their wait
+ * (lpm), e2-plus's predicted queue and prefill at routing, and the prefill that ran beside their decode
+ * from requests routed before and after them (docs/e2.md, measurement log steps 14-15). --ahead (slow):
+ * the prompt tokens of earlier arrivals that the engine ran before each request although they had fewer
+ * cached tokens at routing (e2-plus's lpm prediction put them behind it), and the share of them that ran
+ * while part of the request's predicted-cached prefix was still being prefilled by an earlier request.
  */
 import { costModelPreset } from '../src/core/cost-model/presets.ts';
+import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
+import type { RouteDecision, RouteRequest, Tokens } from '../src/core/types.ts';
 import { LOADS, saturationRate } from '../src/experiments/policies.ts';
+import { warmupSeconds } from '../src/experiments/warmup.ts';
 import type { SimRecord } from '../src/sim/record.ts';
 import { runSimulation } from '../src/sim/run.ts';
 import { mixed } from '../src/workloads/mixed.ts';
@@ -27,14 +39,15 @@ const [workload = 'toolbench', instancesArg = '4'] = args.filter(
 );
 const instances = Number(instancesArg);
 const seed = Number(flag('--seed') ?? 0);
-const requests = Number(flag('--requests') ?? 1500);
+const e2e = args.includes('--e2e');
+const requests = Number(flag('--requests') ?? (e2e ? 3000 : 1500));
 const load = LOADS.find((l) => l.name === (flag('--load') ?? 'heavy'));
 if (load === undefined) throw new Error('--load must be light, medium or heavy');
 const stream = (n: number, rps: number, s: number) =>
   workload === 'mixed'
     ? mixed({ requests: n, rps, seed: s })
-    : createWorkload(workload, { requests: n, rps, seed: s });
-const costModel = costModelPreset('mistral-7b-a6000');
+    : createWorkload(workload, { requests: n, rps, seed: s, ...(e2e ? { instances } : {}) });
+const costModel = costModelPreset(flag('--model') ?? 'mistral-7b-a6000');
 const rps =
   flag('--rps') !== undefined
     ? Number(flag('--rps'))
@@ -42,7 +55,7 @@ const rps =
 const policies = (flag('--policies') ?? 'e2-plus,cache-aware').split(',');
 const variant = flag('--options');
 /** Leave arrivals before this many seconds out of the report's figures (the tail analysis keeps them). */
-const warmup = Number(flag('--warmup') ?? 0);
+const warmup = Number(flag('--warmup') ?? (e2e ? warmupSeconds(requests, rps) : 0));
 const runs: { name: string; policy: string; options?: Record<string, unknown> }[] = policies.map((p) => ({
   name: p,
   policy: p,
@@ -54,6 +67,20 @@ const pct = (xs: number[], q: number) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
 };
 const f = (x: number) => x.toFixed(3);
+
+/** e2-plus's predicted queue ahead and own prefill on the chosen instance, by request id (wraps its choice). */
+const predicted = new Map<string, { queued: number; prefill: number }>();
+type Choose = (r: RouteRequest, now: number, active: readonly number[]) => RouteDecision;
+const proto = E2PlusPolicy.prototype as unknown as { choose: Choose };
+const choose = proto.choose;
+proto.choose = function (this: unknown, r, now, active) {
+  const d = choose.call(this, r, now, active);
+  const c = d.costs?.find((x) => x.instance === d.instance) as
+    | { queued: number; prefill: number }
+    | undefined;
+  if (c !== undefined) predicted.set(r.id, { queued: c.queued, prefill: c.prefill });
+  return d;
+};
 
 /** Requests in flight on each instance at time t (dispatched, not finished). */
 function inflightAt(records: readonly SimRecord[], t: number): number[] {
@@ -89,6 +116,96 @@ for (const run of runs) {
   const overtakes = (r: SimRecord) =>
     recs.filter((o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start).length;
   console.log(`  tail overtaken by later arrivals: ${part(overtakes)} a request`);
+  // Where the queue and the decode went: overtaking in the wait, the prediction, prefill beside the decode.
+  const byInstance = Array.from({ length: instances }, (_, i) => recs.filter((r) => r.instance === i));
+  // Time inside the wait when no prefill ran on the instance (admission held back by memory or slots).
+  const prefillIdle = (r: SimRecord) => {
+    const spans = byInstance[r.instance]!.filter(
+      (o) => o !== r && o.firstToken > r.arrival && o.start < r.start && o.firstToken > o.start,
+    )
+      .map((o) => [Math.max(o.start, r.arrival), Math.min(o.firstToken, r.start)] as const)
+      .sort((a, b) => a[0] - b[0]);
+    let busy = 0;
+    let end = r.arrival;
+    for (const [a, b] of spans) {
+      if (b <= end) continue;
+      busy += b - Math.max(a, end);
+      end = b;
+    }
+    return r.start - r.arrival - busy;
+  };
+  /** Prompt tokens other requests on r's instance prefilled inside [from, to], those that arrived after r or before it. */
+  const prefilledIn = (r: SimRecord, from: number, to: number, later: boolean) =>
+    byInstance[r.instance]!.reduce((s, o) => {
+      if (o === r || o.arrival > r.arrival !== later || o.firstToken <= o.start) return s;
+      const span = Math.min(o.firstToken, to) - Math.max(o.start, from);
+      return span <= 0 ? s : s + ((o.promptTokens - o.cachedTokens) * span) / (o.firstToken - o.start);
+    }, 0);
+  const measured = recs.filter((r) => r.arrival >= warmup);
+  const tailOf = (sel: SimRecord[]) => {
+    const p = pct(
+      sel.map((r) => r.finish - r.arrival),
+      0.99,
+    );
+    return sel.filter((r) => r.finish - r.arrival >= p);
+  };
+  for (const [label, sel] of [
+    ['measured', measured],
+    ['its tail', tailOf(measured)],
+  ] as const) {
+    const avg = (g: (r: SimRecord) => number) => f(sel.reduce((s, r) => s + g(r), 0) / sel.length);
+    const withPrediction = sel.filter((r) => predicted.has(r.id));
+    const pred = (k: 'queued' | 'prefill') =>
+      withPrediction.length === 0 || run.policy !== 'e2-plus'
+        ? ''
+        : ` predicted ${k} ${f(withPrediction.reduce((s, r) => s + predicted.get(r.id)![k], 0) / withPrediction.length)}`;
+    console.log(
+      `  ${label} (${sel.length}): queued ${avg((r) => r.start - r.arrival)}${pred('queued')}, prefill tokens run in it by earlier arrivals ${avg((r) => prefilledIn(r, r.arrival, r.start, false))} and by later ones (overtakers) ${avg((r) => prefilledIn(r, r.arrival, r.start, true))}, no prefill running ${avg(prefillIdle)}; prefill ${avg((r) => r.firstToken - r.start)}${pred('prefill')}; prefill tokens beside its decode from earlier arrivals ${avg((r) => prefilledIn(r, r.firstToken, r.finish, false))}, later ${avg((r) => prefilledIn(r, r.firstToken, r.finish, true))}`,
+    );
+  }
+  if (args.includes('--ahead')) {
+    const tokens = new Map<string, Tokens>();
+    for (const q of stream(requests, rps, seed)) tokens.set(q.id, q.tokens);
+    const lcp = (a: Tokens, b: Tokens, max: number) => {
+      const m = Math.min(a.length, b.length, max);
+      let k = 0;
+      while (k < m && a[k] === b[k]) k++;
+      return k;
+    };
+    let ahead = 0;
+    let behindRanFirst = 0;
+    let pending = 0;
+    for (const r of measured) {
+      const mine = byInstance[r.instance]!;
+      for (const o of mine) {
+        // Earlier arrivals still waiting when r arrived and admitted before it.
+        if (o === r || o.arrival >= r.arrival || o.start <= r.arrival || o.start > r.start) continue;
+        const missed = o.promptTokens - o.cachedTokens;
+        if (o.predictedCachedTokens >= r.predictedCachedTokens) {
+          ahead += missed;
+          continue;
+        }
+        behindRanFirst += missed;
+        // Was part of r's predicted-cached prefix being prefilled (by an earlier request) when o started?
+        const rt = tokens.get(r.id)!;
+        if (
+          mine.some(
+            (s) =>
+              s !== r &&
+              s.arrival < r.arrival &&
+              s.firstToken > o.start &&
+              lcp(rt, tokens.get(s.id)!, r.predictedCachedTokens) > s.predictedCachedTokens,
+          )
+        )
+          pending += missed;
+      }
+    }
+    const n = measured.length;
+    console.log(
+      `  earlier arrivals run before a request, prompt tokens each: predicted ahead ${Math.round(ahead / n)}, predicted behind ${Math.round(behindRanFirst / n)} (${Math.round((100 * pending) / Math.max(1, behindRanFirst))}% of them while its predicted-cached prefix was still being prefilled)`,
+    );
+  }
+  predicted.clear();
   const all = (sel: (r: SimRecord) => number) => f(recs.reduce((s, r) => s + sel(r), 0) / recs.length);
   console.log(
     `  all: queued ${all((r) => r.start - r.arrival)} prefill ${all((r) => r.firstToken - r.start)} decode ${all((r) => r.finish - r.firstToken)} out ${all((r) => r.outputTokens)}`,
