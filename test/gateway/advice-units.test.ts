@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Advisor, type Evaluator } from '../../src/gateway/advice/advisor.ts';
 import { adviceSchema } from '../../src/gateway/advice/config.ts';
-import { replicasFor, roleTasks } from '../../src/gateway/advice/recommend.ts';
+import { decodeTask, replicasFor, roleTasks } from '../../src/gateway/advice/recommend.ts';
 import { TrafficWindow } from '../../src/gateway/advice/window.ts';
 import { lengthDistOf, observedWorkload } from '../../src/gateway/advice/workload.ts';
 import { parseWorkloadSpec } from '../../src/workloads/traces/registry.ts';
@@ -70,7 +70,7 @@ const question = {
   target: 0.9,
 };
 
-test('a colocated fleet asks one question, a disaggregated one DistServe two', () => {
+test('a colocated fleet asks one question, a disaggregated one DistServe two in turn', () => {
   const mixed = roleTasks({ ...question, disaggregated: false }, 'synthetic:in=10,out=5');
   assert.deepEqual(
     mixed.map((t) => t.role),
@@ -79,7 +79,12 @@ test('a colocated fleet asks one question, a disaggregated one DistServe two', (
   assert.deepEqual(mixed[0]!.task.scenario.fleet.instances, [
     { model: 'mistral-7b-a6000', role: 'mixed', count: 1 },
   ]);
-  const split = roleTasks({ ...question, policy: 'distserve', disaggregated: true }, 'synthetic:in=10,out=5');
+  const disaggregated = { ...question, policy: 'distserve', disaggregated: true };
+  // The prefill question first; the decode one needs its answer (advice-feeders.test.ts).
+  const split = [
+    ...roleTasks(disaggregated, 'synthetic:in=10,out=5'),
+    decodeTask(disaggregated, 'synthetic:in=10,out=5', 3, 2),
+  ];
   assert.deepEqual(
     split.map((t) => [t.role, t.task.criterion]),
     [

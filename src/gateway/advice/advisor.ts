@@ -13,7 +13,15 @@ import type { CapacityTask } from '../../search/task.ts';
 import type { ReplicaRole } from '../config.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { AdviceConfig } from './config.ts';
-import { type AdviceQuestion, questionRoles, replicasFor, roleTasks } from './recommend.ts';
+import {
+  type AdviceQuestion,
+  decodeTask,
+  feedersFor,
+  questionRoles,
+  type RoleTask,
+  replicasFor,
+  roleTasks,
+} from './recommend.ts';
 import { type Observed, type ObservedTraffic, TrafficWindow } from './window.ts';
 import { observedWorkload } from './workload.ts';
 
@@ -29,6 +37,8 @@ export interface RoleAdvice {
   readonly bracketed: boolean;
   readonly how: string;
   readonly probes: number;
+  /** A decode replica's: the prefill replicas that fed it (`feedersFor`); absent when none could. */
+  readonly feeders?: number;
 }
 
 export interface ModelAdvice extends ObservedTraffic {
@@ -111,6 +121,41 @@ export class Advisor {
     this.window.finished(model, counts, at);
   }
 
+  /**
+   * The advice per role for one model's workload and rate. A disaggregated fleet's decode question
+   * waits for the prefill capacity: it sizes the decode replica's feeders and caps its search.
+   */
+  private async roles(workload: string, rate: number): Promise<RoleAdvice[]> {
+    const { headroom } = this.options.config;
+    const advise = (
+      asked: Pick<RoleTask, 'role' | 'how'>,
+      capacity: Capacity,
+      feeders?: number,
+    ): RoleAdvice => ({
+      role: asked.role,
+      replicas: replicasFor(rate, headroom, capacity.rps),
+      capacityRps: capacity.rps,
+      bracketed: capacity.bracketed,
+      how: asked.how,
+      probes: capacity.probes.length,
+      ...(feeders === undefined ? {} : { feeders }),
+    });
+    const first = roleTasks(this.question, workload);
+    const capacities = await this.evaluate(first.map((a) => a.task));
+    const roles = first.map((a, i) => advise(a, capacities[i]!));
+    if (!this.question.disaggregated) return roles;
+    const prefill = capacities[0]!.rps;
+    const feeders = feedersFor(rate, headroom, prefill);
+    if (feeders === undefined) {
+      // No prefill rate passed: nothing can feed a decode replica, so its count is unknown too.
+      const how = 'not measured: no rate passed for one prefill replica, so none can feed a decode replica';
+      return [...roles, advise({ role: 'decode', how }, { rps: 0, bracketed: true, probes: [] })];
+    }
+    const decode = decodeTask(this.question, workload, feeders, prefill);
+    const [capacity] = await this.evaluate([decode.task]);
+    return [...roles, advise(decode, capacity!, feeders)];
+  }
+
   /** Compute the advice for the window ending now, publish it, and act on it when asked to. */
   async tick(): Promise<Advice> {
     const { now, config, metrics } = this.options;
@@ -123,19 +168,7 @@ export class Advisor {
         models.push({ ...traffic, workload, roles: [] });
         continue;
       }
-      const asked = roleTasks(this.question, workload);
-      const capacities = await this.evaluate(asked.map((a) => a.task));
-      const roles = asked.map((a, i): RoleAdvice => {
-        const capacity = capacities[i]!;
-        return {
-          role: a.role,
-          replicas: replicasFor(traffic.rate, config.headroom, capacity.rps),
-          capacityRps: capacity.rps,
-          bracketed: capacity.bracketed,
-          how: a.how,
-          probes: capacity.probes.length,
-        };
-      });
+      const roles = await this.roles(workload, traffic.rate);
       models.push({ ...traffic, workload, roles });
     }
     // No traffic in the window asks for no replica (the actor then scales down to its min); a model

@@ -2,16 +2,23 @@
  * The recommendation's arithmetic, pure: the capacity tasks that measure one replica of the
  * gateway's cost model under the SLOs (the search's own scenarios and criteria), and replicas =
  * ceil(rate x headroom / capacity). A colocated fleet asks one question (mixed replicas); a
- * disaggregated one asks DistServe's two, as `preble plan --question distserve` does: a prefill
- * replica beside HELPERS decode replicas against the TTFT target, and a decode replica fed by
- * HELPERS prefill replicas against the TPOT target (its wait for a slot held to the TTFT target).
+ * disaggregated one asks DistServe's two, as `preble plan --question distserve` does, in turn: a
+ * prefill replica beside HELPERS decode replicas against the TTFT target (`roleTasks`), then a decode
+ * replica fed by as many prefill replicas as the rate needs against the TPOT target, its wait for a
+ * slot held to the TTFT target and its search stopped at what its feeders sustain (`decodeTask`).
  */
 
-import { type CapacityCriterion, DEFAULT_LOW_RPS, describeCriterion } from '../../search/capacity.ts';
-import { HELPERS } from '../../search/distserve.ts';
+import {
+  type CapacityCriterion,
+  DEFAULT_LOW_RPS,
+  describeCriterion,
+  searchUpTo,
+} from '../../search/capacity.ts';
+import { HELPERS, MAX_HELPERS } from '../../search/distserve.ts';
 import type { ScenarioSpec } from '../../search/scenario.ts';
 import type { CapacityTask } from '../../search/task.ts';
 import type { ReplicaRole } from '../config.ts';
+import { twoDigits } from './workload.ts';
 
 export interface AdviceQuestion {
   /** Cost-model preset of the replicas (the gateway's `costModel`). */
@@ -39,70 +46,102 @@ export function questionRoles(question: Pick<AdviceQuestion, 'disaggregated'>): 
   return question.disaggregated ? ['prefill', 'decode'] : ['mixed'];
 }
 
-/** The capacity tasks for a workload: one per role the fleet has. */
-export function roleTasks(question: AdviceQuestion, workload: string): RoleTask[] {
-  const scenario = (instances: ScenarioSpec['fleet']['instances'], policy: string): ScenarioSpec => ({
+/** The search's scenario of the workload on `instances`, under the question's policy and SLOs. */
+function scenarioOf(
+  question: AdviceQuestion,
+  workload: string,
+  instances: ScenarioSpec['fleet']['instances'],
+): ScenarioSpec {
+  return {
     workload,
     requests: question.requests,
     ...(question.minSeconds === undefined ? {} : { minSeconds: question.minSeconds }),
     seed: question.seed,
     slo: question.slo,
-    policy,
+    policy: question.policy,
     fleet: { instances },
-  });
+  };
+}
+
+/**
+ * The capacity tasks asked first: one mixed replica for a colocated fleet; for a disaggregated one the
+ * prefill replica, whose capacity sizes the decode question's feeders (`decodeTask`).
+ */
+export function roleTasks(question: AdviceQuestion, workload: string): RoleTask[] {
   const model = question.costModel;
-  const task = (s: ScenarioSpec, criterion: CapacityCriterion): CapacityTask => ({
-    scenario: s,
-    criterion,
-    low: DEFAULT_LOW_RPS,
-  });
   if (!question.disaggregated) {
     const criterion: CapacityCriterion = { kind: 'slo', target: question.target };
     return [
       {
         role: 'mixed',
-        task: task(scenario([{ model, role: 'mixed', count: 1 }], question.policy), criterion),
+        task: {
+          scenario: scenarioOf(question, workload, [{ model, role: 'mixed', count: 1 }]),
+          criterion,
+          low: DEFAULT_LOW_RPS,
+        },
         how: `highest simulated rate of one ${model} replica (policy ${question.policy}) at which ${describeCriterion(criterion)}`,
       },
     ];
   }
   const prefill: CapacityCriterion = { kind: 'slo', target: question.target, metric: 'ttft' };
+  return [
+    {
+      role: 'prefill',
+      task: {
+        scenario: scenarioOf(question, workload, [
+          { model, role: 'prefill', count: 1 },
+          { model, role: 'decode', count: HELPERS },
+        ]),
+        criterion: prefill,
+        low: DEFAULT_LOW_RPS,
+      },
+      how: `highest simulated rate of one ${model} prefill replica beside ${HELPERS} decode replicas at which ${describeCriterion(prefill)}`,
+    },
+  ];
+}
+
+/**
+ * Prefill replicas that feed the measured decode replica: the planner's n (src/search/distserve.ts),
+ * max(HELPERS, ceil(rate x headroom / prefill capacity)), at most MAX_HELPERS; undefined when no
+ * prefill rate passed (nothing can feed a decode replica).
+ */
+export function feedersFor(rate: number, headroom: number, prefillCapacity: number): number | undefined {
+  const needed = replicasFor(rate, headroom, prefillCapacity);
+  if (!(prefillCapacity > 0) || needed === undefined) return undefined;
+  return Math.min(MAX_HELPERS, Math.max(HELPERS, needed));
+}
+
+/**
+ * The decode question: one decode replica fed by `feeders` prefill replicas, its search stopping at
+ * what they sustain (`searchUpTo`), since past it requests reach the decode replica no faster and
+ * every rate would pass.
+ */
+export function decodeTask(
+  question: AdviceQuestion,
+  workload: string,
+  feeders: number,
+  prefillCapacity: number,
+): RoleTask {
+  const model = question.costModel;
   const decode: CapacityCriterion = {
     kind: 'slo',
     target: question.target,
     metric: 'tpot',
     decodeWait: question.slo.ttft,
   };
-  return [
-    {
-      role: 'prefill',
-      task: task(
-        scenario(
-          [
-            { model, role: 'prefill', count: 1 },
-            { model, role: 'decode', count: HELPERS },
-          ],
-          question.policy,
-        ),
-        prefill,
-      ),
-      how: `highest simulated rate of one ${model} prefill replica beside ${HELPERS} decode replicas at which ${describeCriterion(prefill)}`,
+  const cap = feeders * prefillCapacity;
+  return {
+    role: 'decode',
+    task: {
+      scenario: scenarioOf(question, workload, [
+        { model, role: 'prefill', count: feeders },
+        { model, role: 'decode', count: 1 },
+      ]),
+      criterion: decode,
+      ...searchUpTo(cap, DEFAULT_LOW_RPS),
     },
-    {
-      role: 'decode',
-      task: task(
-        scenario(
-          [
-            { model, role: 'prefill', count: HELPERS },
-            { model, role: 'decode', count: 1 },
-          ],
-          question.policy,
-        ),
-        decode,
-      ),
-      how: `highest simulated rate of one ${model} decode replica fed by ${HELPERS} prefill replicas at which ${describeCriterion(decode)}, the wait for a decode slot under the TTFT target`,
-    },
-  ];
+    how: `highest simulated rate of one ${model} decode replica fed by ${feeders} prefill replicas (max(${HELPERS}, ceil(rate x headroom / prefill capacity))) at which ${describeCriterion(decode)}, the wait for a decode slot under the TTFT target, searched up to what they sustain (${twoDigits(cap)} req/s)`,
+  };
 }
 
 /** ceil(rate x headroom / capacity); 0 for no traffic; undefined when no rate passes (capacity 0). */
