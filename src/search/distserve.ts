@@ -27,10 +27,19 @@ import { type Configuration, configurationLabel, enumerateSpace, instanceOf } fr
 import { runSteps, runStepsHere, type SearchSteps } from './steps.ts';
 import type { CapacityTask } from './task.ts';
 
-/** Helper instances of the other phase a measurement starts with (the gateway's live advice uses it as is). */
+/** Helper instances of the other phase a measurement starts with, at least. */
 export const HELPERS = 3;
 /** Most helper instances one measurement may take; a goodput still unbracketed there stays a lower bound. */
 export const MAX_HELPERS = 64;
+
+/**
+ * Prefill instances feeding one measured decode instance at `rate`: Algorithm 1's n =
+ * ceil(rate / prefill goodput), at least HELPERS, at most `maxHelpers` (the planner and the gateway's
+ * live advice both size the decode measurement this way). `prefillCapacity` must be positive.
+ */
+export function decodeFeeders(rate: number, prefillCapacity: number, maxHelpers = MAX_HELPERS): number {
+  return Math.min(maxHelpers, Math.max(HELPERS, Math.ceil(rate / prefillCapacity - 1e-9)));
+}
 /** Rounds of re-measuring prefill instances whose helpers fell short (each may redo the decode round). */
 const PREFILL_ROUNDS = 2;
 
@@ -151,10 +160,7 @@ function* distServeSteps(request: PlanRequest, options: DistServeOptions): Searc
   /** Every configuration's decode goodput, fed by `feeder`, its helpers doubled until bracketed. */
   function* decodeRound(feeder: Evaluated): Generator<CapacityTask[], Evaluated[], Evaluation> {
     const feederConfig = feeder.configuration as Configuration;
-    const first = Math.min(
-      maxHelpers,
-      Math.max(HELPERS, Math.ceil((request.rate ?? 0) / feeder.capacity - 1e-9)),
-    );
+    const first = decodeFeeders(request.rate ?? 0, feeder.capacity, maxHelpers);
     // The search stops at what the feeders sustain: past it, requests reach the decode no faster.
     const job = (index: number, helpers: number, low = request.low ?? DEFAULT_LOW_RPS): Job => ({
       index,

@@ -14,7 +14,7 @@ import {
   describeCriterion,
   searchUpTo,
 } from '../../search/capacity.ts';
-import { HELPERS, MAX_HELPERS } from '../../search/distserve.ts';
+import { decodeFeeders, HELPERS } from '../../search/distserve.ts';
 import type { ScenarioSpec } from '../../search/scenario.ts';
 import type { CapacityTask } from '../../search/task.ts';
 import type { ReplicaRole } from '../config.ts';
@@ -106,9 +106,8 @@ export function roleTasks(question: AdviceQuestion, workload: string): RoleTask[
  * prefill rate passed (nothing can feed a decode replica).
  */
 export function feedersFor(rate: number, headroom: number, prefillCapacity: number): number | undefined {
-  const needed = replicasFor(rate, headroom, prefillCapacity);
-  if (!(prefillCapacity > 0) || needed === undefined) return undefined;
-  return Math.min(MAX_HELPERS, Math.max(HELPERS, needed));
+  if (!(prefillCapacity > 0)) return undefined;
+  return decodeFeeders(Math.max(0, rate) * headroom, prefillCapacity);
 }
 
 /**
