@@ -185,12 +185,14 @@ function* distServeSteps(request: PlanRequest, options: DistServeOptions): Searc
       });
     }
   }
+  // At least HELPERS decode instances beside a prefill one, but never more than `maxHelpers` allows.
+  const prefillHelpers = Math.min(HELPERS, maxHelpers);
   const prefill = yield* measure(
     'prefill',
     indices.map((i) => ({
       index: i,
-      helpers: HELPERS,
-      scenario: prefillScenario(configurations[i]!, HELPERS),
+      helpers: prefillHelpers,
+      scenario: prefillScenario(configurations[i]!, prefillHelpers),
     })),
   );
   let bestPrefill = bestByPerGpu(prefill);
@@ -212,7 +214,9 @@ function* distServeSteps(request: PlanRequest, options: DistServeOptions): Searc
       prefill[job.index] = again[k]!;
     });
     const next = bestByPerGpu(prefill);
-    if (next?.label !== bestPrefill.label) decode = next === undefined ? [] : yield* decodeRound(next);
+    // A new best, or the same one re-measured with a different goodput: the feeders were sized from it.
+    if (next?.label !== bestPrefill.label || next?.capacity !== bestPrefill.capacity)
+      decode = next === undefined ? [] : yield* decodeRound(next);
     bestPrefill = next;
   }
   const items = [...prefill, ...decode];

@@ -142,6 +142,15 @@ describe('the distserve question, helpers', () => {
     assert.equal(prefill.scenario.fleet.instances.find((i) => i.role === 'decode')?.count, helpers);
   });
 
+  test('no measurement takes more helpers than maxHelpers allows, prefill included', () => {
+    const plan = planDistServeHere(decodeHeavy, noCache, { maxHelpers: 2 });
+    for (const e of plan.evaluated) {
+      assert.ok(helpersOf(e) <= 2, `${helpersOf(e)} helpers`);
+      const other = (e.configuration as PhaseConfiguration).phase === 'prefill' ? 'decode' : 'prefill';
+      assert.equal(e.scenario.fleet.instances.find((i) => i.role === other)?.count, helpersOf(e));
+    }
+  });
+
   test('maxHelpers must be a whole number >= 1', () => {
     assert.throws(() => planDistServeHere(decodeHeavy, noCache, { maxHelpers: 0 }), /maxHelpers/);
   });
