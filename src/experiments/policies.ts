@@ -10,7 +10,7 @@ import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { DEFAULT_AZURE_TRACE } from './azure-mixed.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
-import { warmupSeconds } from './warmup.ts';
+import { steadyRequests, WINDOW_SECONDS, warmupSeconds } from './warmup.ts';
 
 /** Our policy, the reproduction, then the anchors it is measured against. */
 export const GRID_POLICIES = [
@@ -141,6 +141,8 @@ export const policies: Experiment = {
         ).rps;
         for (const load of LOADS) {
           const rps = round2(saturation * load.share);
+          // Long enough for E2's window to fill and stay full: the first window is left out as warm-up.
+          const requests = steadyRequests(options.requests, rps);
           for (const policy of series) {
             cells.push({
               panel: `${content.name}, ${instances} x Mistral-7B on A6000`,
@@ -152,8 +154,8 @@ export const policies: Experiment = {
                 rps,
                 costModel,
                 seed: options.seed,
-                warmupSeconds: warmupSeconds(options.requests, rps),
-                requests: () => content.stream(options.requests, rps, options.seed, instances),
+                warmupSeconds: warmupSeconds(requests, rps),
+                requests: () => content.stream(requests, rps, options.seed, instances),
               },
             });
           }
@@ -180,8 +182,10 @@ export const policies: Experiment = {
       `Per cell (panel and load) and anchor: the anchor's latency divided by e2-plus's (above 1: e2-plus is faster), mean / p99.`,
       `A cell is won when e2-plus is ahead by more than ${EVEN * 100}% on one of mean and p99 and not behind by more than`,
       `${EVEN * 100}% on the other, lost when it is behind by more than ${EVEN * 100}% on either, even otherwise.`,
-      'Every figure leaves the warm-up out (the first third of each run, as in every Preble experiment: caches start',
-      "cold and E2's window empty); the last column counts the same cells over every request, the cold start included.",
+      `Each run lasts at least three of E2's windows (${WINDOW_SECONDS} s each: at least the grid's requests, more where the rate`,
+      'needs them) and every figure leaves the first window out as warm-up (caches start cold and the window empty); the',
+      'last column counts the same cells over every request, the cold start included. The sweep that sets the rates runs the',
+      "grid's requests alone.",
       '',
       '| anchor | cells won | even | lost | mean: won / even / lost | p99: won / even / lost | whole run: won / even / lost |',
       '|---|---|---|---|---|---|---|',

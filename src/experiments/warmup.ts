@@ -10,3 +10,11 @@ export const WINDOW_SECONDS = 180;
 export function warmupSeconds(requests: number, rps: number): number {
   return Math.min(WINDOW_SECONDS, requests / rps / 3);
 }
+
+/**
+ * Requests for a run that reaches E2's steady state at `rps`: at least three windows of arrivals
+ * (3H), so that a warm-up of one full window (`warmupSeconds` gives H then) leaves two steady windows.
+ */
+export function steadyRequests(requests: number, rps: number): number {
+  return Math.max(requests, Math.ceil(rps * 3 * WINDOW_SECONDS));
+}
