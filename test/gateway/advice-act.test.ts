@@ -155,7 +155,7 @@ test('once the gateway begins closing, a start under way is stopped, not adopted
   assert.equal(record.started, 1);
   assert.equal(record.note, 'mixed: 0 -> 1 owned replicas, not 3: the gateway is closing');
   assert.equal(calls, 2);
-  assert.deepEqual((await actor.act(advice(3))).note, 'the gateway is closing');
+  assert.equal((await actor.act(advice(3))).note, 'the gateway is closing');
   await closed;
   assert.equal(actor.ownedReplicas.length, 0);
   // The second replica is stopped as the act refuses it, the first as the gateway closes.
