@@ -421,6 +421,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     adviseNow: () => adviser.runNow(),
     actor,
     close() {
+      // Before any await: an act under way starts and adopts nothing from here on.
+      actor?.beginClose();
       closing ??= (async () => {
         clearInterval(tick);
         poller.stop();

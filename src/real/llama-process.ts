@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -123,16 +123,43 @@ export class LlamaProcess {
 /** util-linux's setpriv, where there is one (Linux). */
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
 
+/** Whether `setpriv --pdeathsig` runs here: util-linux before 2.33 has setpriv but not the option. */
+function setprivDeathSignal(setpriv: string): boolean {
+  return spawnSync(setpriv, ['--pdeathsig', 'SIGKILL', '--', 'true'], { stdio: 'ignore' }).status === 0;
+}
+
+/** The setpriv to use, asked once (lazily: no process is spawned at import), or undefined. */
+let probed: { setpriv: string | undefined } | undefined;
+function usableSetpriv(): string | undefined {
+  probed ??= { setpriv: pdeathsigRunner(SETPRIV, setprivDeathSignal) };
+  return probed.setpriv;
+}
+
+/** `setpriv` where it exists and its `--pdeathsig` works (the probe); otherwise none. */
+export function pdeathsigRunner(
+  setpriv: string | undefined,
+  works: (setpriv: string) => boolean,
+): string | undefined {
+  return setpriv !== undefined && works(setpriv) ? setpriv : undefined;
+}
+
 /**
  * The command line that runs `binary` with the kernel's parent-death signal set (setpriv execs it,
  * so the PID is the server's): when this process dies, even by SIGKILL, which no exit handler sees,
  * the kernel kills the server rather than leaving it orphaned. (The kernel watches the thread that
- * forked it: Node spawns from the main thread, which lives as long as the process.) Without setpriv
- * (or without the binary, so that the spawn error names it), the binary runs as given.
+ * forked it: Node spawns from the main thread, which lives as long as the process.) Without a setpriv
+ * whose --pdeathsig works (or without the binary, so that the spawn error names it), the binary runs
+ * as given.
  */
-export function dyingWithParent(binary: string, args: readonly string[]): [string, readonly string[]] {
-  if (SETPRIV === undefined || !existsSync(binary)) return [binary, args];
-  return [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', binary, ...args]];
+export function dyingWithParent(
+  binary: string,
+  args: readonly string[],
+  setpriv: () => string | undefined = usableSetpriv,
+): [string, readonly string[]] {
+  if (!existsSync(binary)) return [binary, args];
+  const runner = setpriv();
+  if (runner === undefined) return [binary, args];
+  return [runner, ['--pdeathsig', 'SIGKILL', '--', binary, ...args]];
 }
 
 /** The environment minus llama.cpp's LLAMA_ARG_* settings, so only the explicit flags configure a replica. */

@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import type { ReplicaLauncher } from '../../src/gateway/advice/actor.ts';
 import type { Advice } from '../../src/gateway/advice/advisor.ts';
 import { adviceSchema } from '../../src/gateway/advice/config.ts';
-import { complete, type Engine, MODEL, startEngine, startGateway } from './helpers.ts';
+import { complete, type Engine, MODEL, setFaults, startEngine, startGateway } from './helpers.ts';
 
 const engines: Engine[] = [];
 after(async () => {
@@ -37,9 +37,11 @@ function actingGateway(
   launcher: ReplicaLauncher,
   bounds: { min: number; max: number },
   replicas: string[] = [],
+  drainSeconds = 30,
 ) {
   return startGateway(replicas, {
     model: MODEL,
+    drainSeconds,
     launcher,
     advice: {
       config: adviceSchema.parse({ slo: { ttft: 1, tpot: 0.1 }, act: true, ...bounds }),
@@ -132,26 +134,54 @@ test('no traffic scales down to min, an advice without a count changes nothing, 
   assert.equal(log.filter((l) => l.startsWith('stop')).length, 2);
 });
 
-test('a replica whose start finishes after the gateway began closing is stopped, not adopted', async () => {
+test('once the gateway begins closing, a start under way is stopped, not adopted, and no other starts', async () => {
   const { launcher, log } = fakeLauncher();
-  let release: () => void = () => {};
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const slow: ReplicaLauncher = {
+  let closed: Promise<void> | undefined;
+  // The second start ends after the gateway's close began (called from within it, so the order
+  // does not depend on how long anything takes); a third is never asked for.
+  let calls = 0;
+  const closingMidway: ReplicaLauncher = {
     ...launcher,
     async start(role) {
-      await gate;
-      return launcher.start(role);
+      const started = await launcher.start(role);
+      if (++calls === 2) closed = gateway.close();
+      return started;
     },
   };
-  const { gateway } = await actingGateway(slow, { min: 0, max: 2 });
+  const { gateway } = await actingGateway(closingMidway, { min: 0, max: 3 });
   const actor = gateway.actor!;
-  await actor.act(advice(1));
-  const acting = actor.act(advice(1)); // waits in the launcher
+  await actor.act(advice(3));
+  const record = await actor.act(advice(3));
+  assert.equal(record.started, 1);
+  assert.equal(record.note, 'mixed: 0 -> 1 owned replicas, not 3: the gateway is closing');
+  assert.equal(calls, 2);
+  assert.equal((await actor.act(advice(3))).note, 'the gateway is closing');
+  await closed;
+  assert.equal(actor.ownedReplicas.length, 0);
+  // The second replica is stopped as the act refuses it, the first as the gateway closes.
+  assert.deepEqual(
+    log.map((l) => l.split(' ')[0]),
+    ['start', 'start', 'stop', 'stop'],
+  );
+});
+
+test('a replica draining when the gateway begins closing finishes its requests and is stopped once', async () => {
+  const { launcher, log } = fakeLauncher();
+  // A short --drain: the test's client keeps its connection open, which the close waits for up to it.
+  const { gateway, url } = await actingGateway(launcher, { min: 0, max: 2 }, [], 1);
+  const actor = gateway.actor!;
+  const replica = await actor.adopt('mixed', await launcher.start('mixed'));
+  await setFaults(replica.url, { firstByteDelay: 0.5 });
+  const request = complete(url);
+  while (replica.inflight === 0) await new Promise((resolve) => setImmediate(resolve));
+  await actor.act(advice(0));
+  const acting = actor.act(advice(0)); // drains the replica, its request still under way
   const closed = gateway.close();
-  release();
-  assert.equal((await acting).started, 0);
+  assert.equal((await request).status, 200);
+  // The act leaves it to the close (no remove on the pools the close destroys, no rejection).
+  const record = await acting;
+  assert.equal(record.stopped, 0);
+  assert.equal(record.note, 'mixed: 1 -> 1 owned replicas, not 0: the gateway is closing');
   await closed;
   assert.equal(actor.ownedReplicas.length, 0);
   assert.deepEqual(

@@ -1,18 +1,21 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { dyingWithParent } from '../../src/real/llama-process.ts';
+import { dyingWithParent, pdeathsigRunner } from '../../src/real/llama-process.ts';
 import { writeFakeLlamaServer } from './fake-llama-server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'preble-llama-process-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const binary = writeFakeLlamaServer(dir);
-const hasSetpriv = existsSync('/usr/bin/setpriv') || existsSync('/bin/setpriv');
+const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+/** A setpriv whose --pdeathsig works (util-linux >= 2.33). */
+const hasSetpriv =
+  setpriv !== undefined && spawnSync(setpriv, ['--pdeathsig', 'SIGKILL', '--', 'true']).status === 0;
 
 /** Running, and not a zombie waiting for whoever adopted it to reap it. */
 function alive(pid: number): boolean {
@@ -32,6 +35,27 @@ test('the server runs under setpriv --pdeathsig where there is one, and as given
   } else assert.deepEqual([command, args], [binary, ['-m', 'x.gguf']]);
   // A binary that is not there runs as given, so that the spawn error names it.
   assert.deepEqual(dyingWithParent(join(dir, 'nope'), []), [join(dir, 'nope'), []]);
+});
+
+test('setpriv is used only where its --pdeathsig works (older util-linux lacks it); the binary runs as given otherwise', () => {
+  const asked: string[] = [];
+  const probe = (works: boolean) => (path: string) => {
+    asked.push(path);
+    return works;
+  };
+  assert.equal(pdeathsigRunner('/usr/bin/setpriv', probe(true)), '/usr/bin/setpriv');
+  assert.equal(pdeathsigRunner('/usr/bin/setpriv', probe(false)), undefined);
+  // No setpriv: nothing to ask.
+  assert.equal(pdeathsigRunner(undefined, probe(true)), undefined);
+  assert.deepEqual(asked, ['/usr/bin/setpriv', '/usr/bin/setpriv']);
+  assert.deepEqual(
+    dyingWithParent(binary, ['-m', 'x.gguf'], () => undefined),
+    [binary, ['-m', 'x.gguf']],
+  );
+  assert.deepEqual(
+    dyingWithParent(binary, [], () => '/bin/setpriv'),
+    ['/bin/setpriv', ['--pdeathsig', 'SIGKILL', '--', binary]],
+  );
 });
 
 test('a server outlives no parent killed by SIGKILL', { skip: !hasSetpriv && 'no setpriv' }, async () => {

@@ -45,8 +45,14 @@ interface Owned {
 export class FleetActor {
   private readonly owned: Owned[] = [];
   private readonly differing = new Map<ReplicaRole, number>();
-  /** The act under way, which stopAll waits for; and whether stopAll has begun (nothing starts after). */
+  /** The act under way, which stopAll waits for. */
   private acting: Promise<unknown> | undefined;
+  /**
+   * Closing: set by beginClose as the gateway's close begins; nothing starts or joins after it, but a
+   * retiring replica's drain goes on (its in-flight requests finish). Closed: set by stopAll, once the
+   * gateway has drained; drain waits end.
+   */
+  private closing = false;
   private closed = false;
 
   constructor(private readonly options: FleetActorOptions) {}
@@ -56,9 +62,9 @@ export class FleetActor {
     return this.owned.map((o) => o.replica);
   }
 
-  /** Add a launched replica to the fleet as one of ours. */
+  /** Add a launched replica to the fleet as one of ours (refused, and the replica stopped, once closing). */
   async adopt(role: ReplicaRole, handle: LaunchedReplica): Promise<Replica> {
-    if (this.closed) {
+    if (this.closing) {
       await handle.stop();
       throw new Error(`cannot add ${handle.url}: the gateway is closing`);
     }
@@ -85,7 +91,7 @@ export class FleetActor {
   }
 
   async act(advice: Advice): Promise<ActRecord> {
-    if (this.closed) return { started: 0, stopped: 0, note: 'the gateway is closing' };
+    if (this.closing) return { started: 0, stopped: 0, note: 'the gateway is closing' };
     const acting = this.actOn(advice);
     this.acting = acting;
     try {
@@ -100,6 +106,10 @@ export class FleetActor {
     let stopped = 0;
     const notes: string[] = [];
     for (const role of this.options.launcher.roles) {
+      if (this.closing) {
+        notes.push(`${role}: the gateway is closing, nothing changed`);
+        continue;
+      }
       const recommended = advice.total[role];
       if (recommended === undefined) {
         // No count to act on (no rate met the SLOs, or nothing finished yet): the streak starts over.
@@ -122,30 +132,54 @@ export class FleetActor {
         continue;
       }
       this.differing.delete(role);
+      // This role's starts and stops (the record's counts are the whole act's).
+      let up = 0;
+      let down = 0;
       try {
-        for (let i = owned; i < target && !this.closed; i++) {
+        for (let i = owned; i < target && !this.closing; i++) {
+          // adopt stops a replica whose start ended after closing began, and throws.
           await this.adopt(role, await this.options.launcher.start(role));
-          started++;
+          up++;
         }
       } catch (error) {
-        // One line for GET /admin/advice (a failed llama-server start ends with its output); the next
-        // intervals try again.
-        const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
-        notes.push(`${role}: could not start a replica (${started} started): ${reason}`);
-        continue;
+        // Closing began during a start: adopt stopped that replica, and the note below says so.
+        if (!this.closing) {
+          // One line for GET /admin/advice (a failed llama-server start ends with its output); the
+          // next intervals try again.
+          const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+          notes.push(`${role}: could not start a replica (${up} started): ${reason}`);
+          started += up;
+          continue;
+        }
       }
+      started += up;
       // Newest first: the replicas started last leave first.
       for (const o of this.ownedOf(role).slice(target).reverse()) {
-        await this.retire(o);
-        stopped++;
+        if (this.closing || !(await this.retire(o))) break;
+        down++;
       }
-      notes.push(`${role}: ${owned} -> ${target} owned replicas`);
+      stopped += down;
+      const reached = owned + up - down;
+      notes.push(
+        reached === target
+          ? `${role}: ${owned} -> ${target} owned replicas`
+          : `${role}: ${owned} -> ${reached} owned replicas, not ${target}: the gateway is closing`,
+      );
     }
     return { started, stopped, note: notes.join('; ') || 'fleet matches the advice' };
   }
 
+  /**
+   * The gateway's close has begun (called synchronously at its top): no replica starts or joins from
+   * now on, and an act under way stops starting; drains under way go on until stopAll.
+   */
+  beginClose(): void {
+    this.closing = true;
+  }
+
   /** Stop every owned replica (shutdown, after the gateway drained): once the act under way ends. */
   async stopAll(): Promise<void> {
+    this.closing = true;
     this.closed = true;
     await this.acting?.catch(() => {});
     await Promise.all(this.owned.map((o) => o.handle.stop()));
@@ -156,18 +190,31 @@ export class FleetActor {
     return this.owned.filter((o) => o.replica.role === role && !o.replica.removed);
   }
 
-  private async retire(o: Owned): Promise<void> {
+  /**
+   * Drain, remove and stop one owned replica. False when the gateway began closing meanwhile: it is
+   * left drained and owned, for stopAll to stop once the gateway has drained (replicas.close closes its
+   * pool; a remove() now would race that).
+   */
+  private async retire(o: Owned): Promise<boolean> {
     const { replicas } = this.options.admin;
     replicas.drain(o.replica, true);
     const deadline = Date.now() + (this.options.drainTimeoutMs ?? 30_000);
+    // Closing does not end the wait (these requests are the gateway's to drain too); stopAll does.
     while (o.replica.inflight > 0 && Date.now() < deadline && !this.closed)
       await sleep(this.options.drainPollMs ?? 50);
+    if (this.closing) return false;
     // Past the deadline the process goes first: what is still in flight ends as on a crash, rather
     // than holding up remove(), whose pool close waits for every request (and with it every advice).
     const cut = o.replica.inflight > 0;
     if (cut) await o.handle.stop();
-    await replicas.remove(o.replica);
+    try {
+      await replicas.remove(o.replica);
+    } catch (error) {
+      // Closing began while its pool closed, and replicas.close destroyed it: nothing is lost.
+      if (!this.closing) throw error;
+    }
     if (!cut) await o.handle.stop();
     this.owned.splice(this.owned.indexOf(o), 1);
+    return true;
   }
 }
