@@ -216,6 +216,19 @@ test('re-balancing checks (d) with the moves made before it: the second prompt n
   assert.ok(prompts.includes(moves[0]!.id));
 });
 
+test('a request moved before it started keeps none of the slack charged to it where it was', () => {
+  // P, predicted 5 tokens (~0.15 s of slack), queued on worker 0; a 1,000-token prompt placed behind it
+  // there takes 0.11 s of it. P moves to the empty worker 1, where nothing follows it: its full slack
+  // admits Q (1,000 tokens, 0.11 s; its 0.15 s TTFT keeps it off worker 0, behind the queued prompt).
+  const p = policy({}, ['mixed', 'mixed']);
+  const moved = request(100, { outputLenHint: 5 });
+  assert.equal(p.route(moved, 0).instance, 0);
+  assert.equal(p.route(request(1000), 0).instance, 0);
+  p.migrationEnded(moved.id, 0, 1, 'done', 0);
+  const q = p.route(request(1000, { slo: { ttft: 0.15, tpot: 0.05 } }), 0);
+  assert.deepEqual([q.instance, q.branch], [1, 'best-fit']);
+});
+
 test('re-balancing (Algorithm 2): a request not started leaves the worker whose request outran for one where one finished early', () => {
   const setup = (options: AladdinOptions = {}) => {
     // Memory for two 300-token requests: A and B decode on worker 0, C on worker 1; Q waits on worker 0.
