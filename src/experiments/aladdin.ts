@@ -539,7 +539,7 @@ export const aladdin: Experiment = {
         '',
         "Their predictions (Aladdin's own, history: the mean output of finished requests in the prompt's 512-token",
         'bucket, replayed from the run). Constraint (d) admits a prefill within θ x the least slack on the worker,',
-        'slack = l_pred x (ATGT - step) less what earlier prefills took: a prediction above the true output',
+        'slack = (l_pred - 1) x (ATGT - step) less what earlier prefills took: a prediction above the true output',
         'overstates it by the same factor. The predictor is unbiased over all requests (their errors cancel in the',
         "sums of (b) and (e)), but (d) takes a minimum, which the over-predicted short requests set. Algorithm 2's",
         'queued moves in that run: requests not started moved off a worker whose requests outran their predictions.',

@@ -172,6 +172,63 @@ test('(d) decode slack: a request not yet at its first token decodes after the p
   assert.equal(p.route(request(1000), 0.02).instance, 1, 'B took A’s slack while A was still prefilling');
 });
 
+test('(d) decode slack: a request predicted at one token has no decode to protect, so it sets no bound', () => {
+  // A decodes nothing: its one token comes from its prefill. Counted as 1 x (50 ms - 13 ms) = 37 ms of
+  // slack, it would send a 1,000-token prompt (0.11 s) to the other worker. B, predicted 2 tokens, has one
+  // decode step of slack (37 ms) and does bound it.
+  const p = policy({}, ['mixed', 'mixed']);
+  const a = request(100, { outputLenHint: 1 });
+  p.route(a, 0);
+  p.requestStarted(a.id, 0);
+  assert.equal(p.route(request(1000), 0).instance, 0);
+  const q = policy({}, ['mixed', 'mixed']);
+  const b = request(100, { outputLenHint: 2 });
+  q.route(b, 0);
+  q.requestStarted(b.id, 0);
+  assert.equal(q.route(request(1000), 0).instance, 1);
+});
+
+test('re-balancing checks (d) with the moves made before it: the second prompt no longer fits where the first went', () => {
+  const p = policy({}, ['mixed', 'mixed']);
+  const start = (r: RouteRequest, instance: number, firstToken: number) => {
+    assert.equal(p.route(r, 0).instance, instance);
+    p.requestStarted(r.id, 0);
+    p.requestFirstToken(r.id, firstToken);
+    return r.id;
+  };
+  // Worker 0: three decoding requests that will outrun their 100 predicted tokens, and two queued
+  // 1,000-token prompts (0.112 s of prefill each).
+  for (let i = 0; i < 3; i++) start(request(300), 0, 0.05);
+  const prompts = [request(1000), request(1000)].map((r) => {
+    assert.equal(p.route(r, 0).instance, 0);
+    return r.id;
+  });
+  // Worker 1 (TTFT 0.15 s: not behind worker 0's queued prompts): three requests that will finish early,
+  // and E, predicted 5 tokens: 4 decode steps of 50 ms - 13 to 15 ms, about 0.14 s of slack.
+  const tight = { slo: { ttft: 0.15, tpot: 0.05 } };
+  const early = [0, 1, 2].map(() => start(request(300, tight), 1, 0.05));
+  start(request(100, { ...tight, outputLenHint: 5 }), 1, 4.99);
+  for (const id of early) p.requestFinished(id, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 10 });
+  // Worker 0 is over plan and worker 1 under by two prompts' worth, but E's slack holds one of them.
+  p.tick(5);
+  const moves = p.migrations(5);
+  assert.equal(moves.length, 1);
+  assert.ok(prompts.includes(moves[0]!.id));
+});
+
+test('a request moved before it started keeps none of the slack charged to it where it was', () => {
+  // P, predicted 5 tokens (~0.15 s of slack), queued on worker 0; a 1,000-token prompt placed behind it
+  // there takes 0.11 s of it. P moves to the empty worker 1, where nothing follows it: its full slack
+  // admits Q (1,000 tokens, 0.11 s; its 0.15 s TTFT keeps it off worker 0, behind the queued prompt).
+  const p = policy({}, ['mixed', 'mixed']);
+  const moved = request(100, { outputLenHint: 5 });
+  assert.equal(p.route(moved, 0).instance, 0);
+  assert.equal(p.route(request(1000), 0).instance, 0);
+  p.migrationEnded(moved.id, 0, 1, 'done', 0);
+  const q = p.route(request(1000, { slo: { ttft: 0.15, tpot: 0.05 } }), 0);
+  assert.deepEqual([q.instance, q.branch], [1, 'best-fit']);
+});
+
 test('re-balancing (Algorithm 2): a request not started leaves the worker whose request outran for one where one finished early', () => {
   const setup = (options: AladdinOptions = {}) => {
     // Memory for two 300-token requests: A and B decode on worker 0, C on worker 1; Q waits on worker 0.

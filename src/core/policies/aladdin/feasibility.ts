@@ -92,8 +92,10 @@ export function meetsTtft(fits: AladdinFits, jobs: readonly Job[], now: number):
 
 /**
  * (d): a new prefill preempts the decodes, so it may take only θ of the slack the requests on the
- * worker have against ATGT: over its predicted output, T_dec·l_out less the decode time at the current
- * step less what later prefills already took (`stolen`). Every request placed before it counts, not
+ * worker have against ATGT: over its decode tokens (l_out − 1: the first token comes from its
+ * prefill, and ATGT averages over the rest), T_dec·(l_out − 1) less the decode time at the current
+ * step less what later prefills already took (`stolen`). A request predicted at one token has no
+ * decode to protect and sets no bound. Every request placed before it counts, not
  * only those decoding: our engines serve in order and chunk prefills, so a request still queued or
  * prefilling decodes while this one's chunks run (the paper's heartbeat starts every placed request
  * before the next placement, so there all of them are ongoing).
@@ -106,7 +108,8 @@ export function meetsDecodeSlack(
   theta: number,
 ): boolean {
   let slack = Number.POSITIVE_INFINITY;
-  for (const j of jobs) slack = Math.min(slack, j.predicted * (j.atgt - step) - j.stolen);
+  for (const j of jobs)
+    if (j.predicted > 1) slack = Math.min(slack, (j.predicted - 1) * (j.atgt - step) - j.stolen);
   return prefillSeconds(fits.prefill, candidate.inputTokens) <= theta * slack;
 }
 

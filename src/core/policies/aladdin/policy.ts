@@ -230,8 +230,12 @@ export class AladdinPolicy extends BasePolicy {
   protected override onMoved(id: string, from: InstanceId, to: InstanceId, _now: number): void {
     const job = this.jobs.get(id);
     if (job === undefined) return;
-    // A request moved before its prefill gives the slack it spent on `from` back (it prefills on `to`).
-    if (job.startedAt === undefined) this.refund(job, from);
+    // A request moved before its prefill gives the slack it spent on `from` back (it prefills on `to`),
+    // and joins `to`'s queue last: no prefill follows it there yet, so it keeps none of `from`'s charges.
+    if (job.startedAt === undefined) {
+      this.refund(job, from);
+      job.stolen = 0;
+    }
     this.detach(job, from);
     this.attach(job, to);
   }
@@ -337,16 +341,27 @@ export class AladdinPolicy extends BasePolicy {
       for (const j of this.on.get(instance) ?? [])
         if (j.startedAt === undefined)
           movable.push({ id: j.id, instance, tokens: j.inputTokens + this.o.gamma * j.predicted });
-    // Destinations as they will be: what the worker holds plus what this round already moved there.
+    // Workers as they will be after this round's moves so far, as copies: a move leaves its source and
+    // joins the tail of its destination, its prefill charged to the slack of the requests ahead of it
+    // there ((d), as `attach` will charge it once the move is made; the source's refund is left out).
     const planned = new Map<InstanceId, Job[]>();
     const line = errorLine(fitted.decode.k2, fitted.decode.c2, this.o.theta);
     const onTo = (to: InstanceId) => planned.get(to) ?? this.on.get(to) ?? [];
+    const moved = (r: Movable, to: InstanceId) => {
+      const job = this.jobs.get(r.id)!;
+      const cost = prefillSeconds(fitted.prefill, job.inputTokens);
+      planned.set(
+        r.instance,
+        onTo(r.instance).filter((j) => j.id !== r.id),
+      );
+      planned.set(to, [...onTo(to).map((j) => ({ ...j, stolen: j.stolen + cost })), { ...job, stolen: 0 }]);
+    };
     const moves = rebalance(
       line,
       errors,
       movable,
       (r, to) => fits(fitted, 'mixed', onTo(to), this.jobs.get(r.id)!, now, this.capacity(to), this.knobs),
-      (r, to) => planned.set(to, [...onTo(to), this.jobs.get(r.id)!]),
+      moved,
     );
     for (const m of moves) this.moves.push({ ...m, queued: true });
   }
