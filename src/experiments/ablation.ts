@@ -5,7 +5,7 @@ import { fixed } from '../report/text-table.ts';
 import { createWorkload } from '../workloads/registry.ts';
 import { ratiosTo } from './ratios.ts';
 import type { Cell, CellResult, Experiment, ExperimentOptions } from './types.ts';
-import { warmupSeconds } from './warmup.ts';
+import { steadyRequests, warmupSeconds } from './warmup.ts';
 
 interface Step {
   readonly series: string;
@@ -63,13 +63,14 @@ export const ablation: Experiment = {
             rps,
             costModel,
             seed: options.seed,
-            warmupSeconds: warmupSeconds(options.requests, rps),
+            // At least three of E2's windows, the first left out as warm-up.
+            warmupSeconds: warmupSeconds(steadyRequests(options.requests, rps), rps),
             queuePolicy: step.queuePolicy,
             ...(step.options === undefined ? {} : { policyOptions: step.options }),
             // The authors' Zipf config: 1000 tools per 2 GPUs, Zipf 1.1, scaled with the cluster.
             requests: () =>
               createWorkload(ABLATION_WORKLOAD, {
-                requests: options.requests,
+                requests: steadyRequests(options.requests, rps),
                 rps,
                 seed: options.seed,
                 instances,
