@@ -431,6 +431,11 @@ export function createGateway(options: GatewayOptions): Gateway {
         adviser.stop();
         // Fastify stops listening and answers 503 to new requests on open connections at once.
         const closed = app.close();
+        // It closes the connections idle now; one whose request ends during the drain stays open
+        // (keep-alive) and would hold the close until the deadline: close each once it is idle.
+        const idleSweep = setInterval(() => app.server.closeIdleConnections(), 100);
+        idleSweep.unref();
+        void closed.finally(() => clearInterval(idleSweep));
         admission.refuseWaiting(new Error('the gateway is shutting down'));
         let timer: NodeJS.Timeout | undefined;
         const deadline = new Promise<'deadline'>((resolve) => {

@@ -237,6 +237,22 @@ describe('lifecycle', () => {
     await assert.rejects(complete(url), /fetch failed/);
   });
 
+  // Without closing connections that turn idle during the drain, this close waits until the kept-alive
+  // connection times out (Fastify's 72 s keepAliveTimeout; the drain allows 600 s) and the test's
+  // generous 40 s bound fails it; with them, close ends moments after the answer.
+  it('close ends once the in-flight request is answered, keep-alive connections included', {
+    timeout: 40_000,
+  }, async () => {
+    const e = await engine({ firstByteDelay: 0.2 });
+    const { gateway: gw, url } = await startGateway([e.url], { drainSeconds: 600 });
+    assert.equal((await complete(url, { prompt: 'warm the connection' })).status, 200);
+    const inflight = complete(url, { prompt: 'finish me' });
+    for (let i = 0; i < 200 && gw.active === 0; i++) await sleep(5);
+    const closed = gw.close();
+    assert.equal((await inflight).status, 200);
+    await closed;
+  });
+
   it('past the drain deadline a stream is cut with an error event and the gateway closes', async () => {
     const stalls = await engine({ stallAfter: 1 });
     const { gateway: gw, url } = await startGateway([stalls.url], {
