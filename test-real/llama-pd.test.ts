@@ -274,9 +274,10 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
       retries: { attempts: 3, backoffSeconds: 0.01 },
     });
     // Long answers keep each decode leg on its replica long enough for the kill to find one there;
-    // the kill waits for a stream on that replica to have begun, so both failure orderings occur:
-    // a stream already reaching its client, and legs that had sent nothing yet.
-    const victim = f.decodeUrls[0]!;
+    // the kill waits for a stream to have begun and takes the decode replica sending it (whichever the
+    // policy chose), so both failure orderings occur: a stream already reaching its client, and legs
+    // that had sent nothing yet.
+    let victim: string | undefined;
     let streaming!: () => void;
     const begun = new Promise<void>((resolve) => {
       streaming = resolve;
@@ -291,12 +292,17 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
           stream: i % 2 === 0,
         },
         (replica) => {
-          if (replica === victim) streaming();
+          if (victim === undefined && f.decodeUrls.includes(replica)) {
+            victim = replica;
+            streaming();
+          }
         },
       ),
     );
     await begun;
-    await f.kill(f.prefillUrls.length);
+    const killed = victim!;
+    const survivor = f.decodeUrls.find((url) => url !== killed)!;
+    await f.kill(f.urls.indexOf(killed));
     const results = await Promise.all(pending);
     const broken = results.filter((r) => !r.ok);
     for (const r of broken) {
@@ -304,17 +310,17 @@ describe('llama.cpp prefill/decode disaggregation (real llama-server, slot save/
       // before its first byte reached the client must have been decoded again elsewhere.
       assert.equal(r.status, 200, r.text.slice(0, 300));
       assert.ok(r.chunksBeforeError > 0, `failed before streaming began: ${r.text.slice(0, 300)}`);
-      assert.equal(r.replica, f.decodeUrls[0], 'only the killed decode replica breaks streams');
+      assert.equal(r.replica, killed, 'only the killed decode replica breaks streams');
     }
     log(
       `decode kill: ${results.length - broken.length} of ${results.length} requests answered in full; ` +
         `${broken.length} streams had begun on the killed replica and ended with an error event; ` +
-        `${results.filter((r) => r.ok && r.replica === f.decodeUrls[1]).length} decoded on the surviving replica, ` +
-        `${results.filter((r) => r.ok && r.replica === victim).length} on the killed one before its death`,
+        `${results.filter((r) => r.ok && r.replica === survivor).length} decoded on the surviving replica, ` +
+        `${results.filter((r) => r.ok && r.replica === killed).length} on the killed one before its death`,
     );
     const after = await answer(pd.url, { prompt: 'after the decode kill '.repeat(20), max_tokens: 4 });
     assert.ok(after.ok, after.text);
-    assert.equal(after.replica, f.decodeUrls[1]);
+    assert.equal(after.replica, survivor);
     assert.ok(pd.gateway.replicas.all().every((r) => r.inflight === 0 && slotBook(r).reserved === 0));
   });
 });
