@@ -382,7 +382,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
           warmup: {
             seconds: spec.warmupSeconds!,
             excluded: summary.warmupExcluded,
-            wholeRunLatency: summarize(records).latency,
+            wholeRunLatency: summary.wholeRunLatency!,
           },
         }),
     ...fleetFigures(spec.fleet),

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { idealHitRate } from '../../src/experiments/ideal-hit.ts';
 import { findExperiment } from '../../src/experiments/registry.ts';
+import { shortened } from './shortened.ts';
 
 const req = (id: string, tokens: number[]) => ({
   id,
@@ -50,13 +51,9 @@ test('a Preble report shows the working set against the fleet KV, and the warm-u
   const { runCells } = await import('../../src/experiments/runner.ts');
   const { renderReport } = await import('../../src/experiments/report.ts');
   const experiment = findExperiment('ablation');
-  // Shortened to the first 40 requests of each run (a 1 s warm-up) to keep the test small.
   const cells = experiment
     .cells({ requests: 40, seed: 0, only: ['round-robin', 'E2 exploit/explore'] })
-    .map((c) => ({
-      ...c,
-      spec: { ...c.spec, warmupSeconds: 1, requests: () => [...c.spec.requests()].slice(0, 40) },
-    }));
+    .map((c) => shortened(c, 40));
   const { markdown } = renderReport(experiment, runCells(cells), { command: 'test' });
   assert.match(markdown, /working set \/ fleet KV/);
   assert.match(markdown, /\| 816k \(4 x 204k\) \|/);

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GRID_SIZES, LOADS, policies } from '../../src/experiments/policies.ts';
 import { runCells } from '../../src/experiments/runner.ts';
-import type { WorkloadRequest } from '../../src/workloads/types.ts';
 import { workingSet } from '../../src/workloads/working-set.ts';
+import { shortened } from './shortened.ts';
 
 test('the policies grid: every workload and mixed, three loads from the sweep, two sizes; Azure skipped with the reason when the trace is missing', () => {
   const only = ['e2-plus', 'round-robin'];
@@ -28,17 +28,11 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   )!;
   assert.equal([...heavy.spec.requests()].length, Math.ceil(heavy.spec.rps * 540));
   // Working sets scale with the cluster: the 8-instance panels' streams hold more distinct prefixes.
-  const first = (stream: Iterable<WorkloadRequest>, n: number) => [...stream].slice(0, n);
   const sized = (panel: string) =>
-    workingSet(first(cells.find((c) => c.panel.startsWith(panel))!.spec.requests(), 2000)).peakTokens;
+    workingSet([...cells.find((c) => c.panel.startsWith(panel))!.spec.requests()].slice(0, 2000)).peakTokens;
   assert.ok(sized('toolbench, 8 ') > sized('toolbench, 4 '), `${sized('toolbench, 8 ')}`);
   // The runs themselves, shortened to keep the test small (the first 30 requests, a 1 s warm-up).
-  const some = cells
-    .filter((c) => c.panel.startsWith('toolbench, 4 '))
-    .map((c) => ({
-      ...c,
-      spec: { ...c.spec, warmupSeconds: 1, requests: () => first(c.spec.requests(), 30) },
-    }));
+  const some = cells.filter((c) => c.panel.startsWith('toolbench, 4 ')).map((c) => shortened(c, 30));
   const results = runCells(some);
   for (const r of results) {
     // The whole-run view (every request, the warm-up included) rides along with the steady one.

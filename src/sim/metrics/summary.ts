@@ -37,6 +37,8 @@ export interface Summary {
   readonly sloAttainment?: SloAttainment;
   /** Completed requests left out of the figures as warm-up (present when `warmupSeconds` > 0). */
   readonly warmupExcluded?: number;
+  /** finish - arrival over every completed request, the warm-up's included (with `warmupExcluded`). */
+  readonly wholeRunLatency?: Percentiles;
 }
 
 export function summarize(records: readonly RequestRecord[], options: SummaryOptions = {}): Summary {
@@ -44,6 +46,7 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
   const warmup = options.warmupSeconds ?? 0;
   if (!(warmup >= 0)) throw new Error(`warmupSeconds must be >= 0, got ${warmup}`);
   const latency: number[] = [];
+  const wholeRun: number[] = [];
   const ttft: number[] = [];
   const tpot: number[] = [];
   const normalizedTtft: number[] = [];
@@ -55,6 +58,7 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
   for (const record of done) {
     firstArrival = Math.min(firstArrival, record.arrival);
     lastFinish = Math.max(lastFinish, record.finish);
+    wholeRun.push(record.finish - record.arrival);
     if (record.arrival < warmup) {
       excluded++;
       continue;
@@ -77,6 +81,6 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
     cacheHitRate: prompt > 0 ? cached / prompt : 0,
     throughputRps: duration > 0 ? done.length / duration : 0,
     ...(options.slo === undefined ? {} : { sloAttainment: sloAttainment(records, options.slo) }),
-    ...(warmup > 0 ? { warmupExcluded: excluded } : {}),
+    ...(warmup > 0 ? { warmupExcluded: excluded, wholeRunLatency: percentiles(wholeRun) } : {}),
   };
 }
