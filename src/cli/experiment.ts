@@ -31,14 +31,14 @@ export function registerExperiment(program: Command): void {
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--only <list>', 'comma list of series (policies or ablation steps) to run')
     .option('--out <dir>', 'report folder (default docs/results/<name>)')
-    .option('--azure <file>', 'Azure LLM trace CSV for azure-mixed')
+    .option('--azure <file>', "Azure LLM trace CSV for azure-mixed and the policies grid's mixed@azure")
     .option(
       '--azure-code <file>',
-      'Azure 2023 coding trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it)',
+      'Azure 2023 coding trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it) and the policies grid\'s azure-code panel (left out where missing)',
     )
     .option(
       '--azure-conv <file>',
-      'Azure 2023 conversation trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it)',
+      'Azure 2023 conversation trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it) and the policies grid\'s azure-conv panel (left out where missing)',
     )
     .option(
       '--json',

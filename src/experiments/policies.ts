@@ -5,10 +5,11 @@ import { runSimulation } from '../sim/run.ts';
 import { baseWorkloadNames } from '../workloads/base-workloads.ts';
 import { mixed } from '../workloads/mixed.ts';
 import { createWorkload } from '../workloads/registry.ts';
-import { traceArrivals } from '../workloads/traces/registry.ts';
+import { traceArrivals, traceRequests } from '../workloads/traces/registry.ts';
 import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { DEFAULT_AZURE_TRACE } from './azure-mixed.ts';
+import { DEFAULT_SPLITWISE_TRACES } from './splitwise.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
 import { steadyRequests, WINDOW_SECONDS, warmupSeconds } from './warmup.ts';
 
@@ -54,6 +55,13 @@ interface Content {
   readonly stream: Stream;
   /** The paper evaluated this workload alone (its Figure 3 setup). */
   readonly paperSetup: boolean;
+  /**
+   * Outside issue 11's target (the five workloads, mixed, Azure-timed mixed): a check that e2-plus
+   * generalises, counted on its own.
+   */
+  readonly beyond?: boolean;
+  /** The most requests the stream has (a trace's rows): a run never asks for more. */
+  readonly maxRequests?: number;
 }
 
 /** Notes on the last `cells` call's panels (the Azure trace used, or why its panel was left out), for `discuss`. */
@@ -85,6 +93,45 @@ function contents(options: ExperimentOptions): Content[] {
     skipped.push(
       `mixed@azure (the five workloads on the Azure trace's arrival pattern) skipped: '${path}' not found (pass --azure FILE)`,
     );
+  }
+  return [...list, ...beyondContents(options)];
+}
+
+/**
+ * Beyond the target: prompts that share nothing but the chat template (`sharegpt-like`), and the Azure
+ * 2023 production traces replayed whole (their prompt and output lengths and arrival pattern, re-timed
+ * to each rate; no prefix sharing is recorded in them).
+ */
+function beyondContents(options: ExperimentOptions): Content[] {
+  const list: Content[] = [
+    {
+      name: 'sharegpt-like',
+      paperSetup: false,
+      beyond: true,
+      stream: (requests, rps, seed) => createWorkload('sharegpt-like', { requests, rps, seed }),
+    },
+  ];
+  const traces = [
+    ['azure-conv', options.azureConvTrace ?? DEFAULT_SPLITWISE_TRACES.conv, '--azure-conv'],
+    ['azure-code', options.azureCodeTrace ?? DEFAULT_SPLITWISE_TRACES.code, '--azure-code'],
+  ] as const;
+  for (const [name, path, flag] of traces) {
+    if (!existsSync(path)) {
+      skipped.push(`${name} skipped: '${path}' not found (pass ${flag} FILE)`);
+      continue;
+    }
+    const spec = { kind: 'azure', path } as const;
+    const rows = [...traceRequests(spec, { seed: 0 })].length;
+    skipped.push(
+      `${name}: every row of '${path}' (${rows} requests, the Azure LLM inference trace 2023) in order, re-timed to each rate; a run that would need more requests has only these`,
+    );
+    list.push({
+      name,
+      paperSetup: false,
+      beyond: true,
+      maxRequests: rows,
+      stream: (requests, rps, seed) => traceRequests(spec, { seed, requests, rps }),
+    });
   }
   return list;
 }
@@ -142,7 +189,10 @@ export const policies: Experiment = {
         for (const load of LOADS) {
           const rps = round2(saturation * load.share);
           // Long enough for E2's window to fill and stay full: the first window is left out as warm-up.
-          const requests = steadyRequests(options.requests, rps);
+          const requests = Math.min(
+            steadyRequests(options.requests, rps),
+            content.maxRequests ?? Number.POSITIVE_INFINITY,
+          );
           for (const policy of series) {
             cells.push({
               panel: `${content.name}, ${instances} x Mistral-7B on A6000`,
@@ -165,7 +215,9 @@ export const policies: Experiment = {
     return cells;
   },
   discuss(results: readonly CellResult[]): string {
-    const grid = compare(results);
+    const all = compare(results);
+    const grid = all.filter((g) => !isBeyond(g.key));
+    const beyond = all.filter((g) => isBeyond(g.key));
     const whole = compare(results, 'whole');
     const lines = [
       '## How the grid is built',
@@ -190,19 +242,30 @@ export const policies: Experiment = {
       '| anchor | cells won | even | lost | mean: won / even / lost | p99: won / even / lost | whole run: won / even / lost |',
       '|---|---|---|---|---|---|---|',
     ];
-    for (const a of ANCHORS) {
-      const rows = grid.filter((g) => g.anchor === a);
-      if (rows.length === 0) continue;
-      const n = (f: (g: Comparison) => boolean) => rows.filter(f).length;
-      const w = (v: Verdict) => whole.filter((g) => g.anchor === a && g.cell === v).length;
+    lines.push(
+      ...anchorTable(
+        grid,
+        whole.filter((g) => !isBeyond(g.key)),
+      ),
+    );
+    if (beyond.length > 0) {
       lines.push(
-        `| ${a} | ${n((g) => g.cell === 'won')} | ${n((g) => g.cell === 'even')} | ${n((g) => g.cell === 'lost')} | ${n((g) => g.mean === 'won')} / ${n((g) => g.mean === 'even')} / ${n((g) => g.mean === 'lost')} | ${n((g) => g.p99 === 'won')} / ${n((g) => g.p99 === 'even')} / ${n((g) => g.p99 === 'lost')} | ${w('won')} / ${w('even')} / ${w('lost')} |`,
+        '',
+        `Beyond the target (${BEYOND_PANELS.join(', ')}: no prefix sharing; real production lengths and arrivals),`,
+        'counted on their own, the same way:',
+        '',
+        '| anchor | cells won | even | lost | mean: won / even / lost | p99: won / even / lost | whole run: won / even / lost |',
+        '|---|---|---|---|---|---|---|',
+        ...anchorTable(
+          beyond,
+          whole.filter((g) => isBeyond(g.key)),
+        ),
       );
     }
     lines.push('', `| cell | e2-plus mean / p99 | ${ANCHORS.join(' | ')} |`);
     lines.push(`|---|---|${ANCHORS.map(() => '---').join('|')}|`);
-    for (const key of unique(grid.map((g) => g.key))) {
-      const row = grid.filter((g) => g.key === key);
+    for (const key of unique(all.map((g) => g.key))) {
+      const row = all.filter((g) => g.key === key);
       const s = row[0]!.subject;
       const cols = ANCHORS.map((a) => {
         const g = row.find((x) => x.anchor === a);
@@ -215,7 +278,7 @@ export const policies: Experiment = {
       );
     }
     const lost = [
-      ...grid.filter((g) => g.cell === 'lost').map((g) => ({ g, view: 'warm-up left out' })),
+      ...all.filter((g) => g.cell === 'lost').map((g) => ({ g, view: 'warm-up left out' })),
       ...whole.filter((g) => g.cell === 'lost').map((g) => ({ g, view: 'whole run' })),
     ];
     lines.push('', '## Where e2-plus loses, and the mechanism measured', '');
@@ -232,7 +295,7 @@ export const policies: Experiment = {
       for (const { g, view } of lost) {
         const a = g.other.report;
         const s = g.subject.report;
-        const steadyLost = grid.some((x) => x.key === g.key && x.anchor === g.anchor && x.cell === 'lost');
+        const steadyLost = all.some((x) => x.key === g.key && x.anchor === g.anchor && x.cell === 'lost');
         const why =
           view === 'whole run' && !steadyLost
             ? 'the cold start: lost only with the warm-up counted'
@@ -247,9 +310,11 @@ export const policies: Experiment = {
   },
   claims(results: readonly CellResult[]): Claim[] {
     const claims: Claim[] = [];
-    const grid = compare(results);
+    const all = compare(results);
+    const grid = all.filter((g) => !isBeyond(g.key));
+    const beyond = all.filter((g) => isBeyond(g.key));
     if (grid.length > 0) {
-      const whole = compare(results, 'whole');
+      const whole = compare(results, 'whole').filter((g) => !isBeyond(g.key));
       claims.push({
         id: 'e2-plus-vs-anchors',
         source: 'issue 11 (ours)',
@@ -266,6 +331,16 @@ export const policies: Experiment = {
         paper: '-',
         measured: tally(whole),
         holds: whole.every((g) => g.cell !== 'lost'),
+      });
+    }
+    if (beyond.length > 0) {
+      claims.push({
+        id: 'e2-plus-vs-anchors-beyond',
+        source: 'ours (beyond issue 11)',
+        statement: `the same on workloads outside the target (${BEYOND_PANELS.join(', ')}), the warm-up left out`,
+        paper: '-',
+        measured: tally(beyond),
+        holds: beyond.every((g) => g.cell !== 'lost'),
       });
     }
     const e2 = results.filter(
@@ -365,6 +440,29 @@ function compare(results: readonly CellResult[], view: View = 'steady'): Compari
     }
   }
   return out;
+}
+
+/** Panels outside issue 11's target, by workload name (see `beyondContents`). */
+const BEYOND_PANELS = ['sharegpt-like', 'azure-conv', 'azure-code'] as const;
+
+function isBeyond(panelOrKey: string): boolean {
+  const name = panelOrKey.split(',')[0]!;
+  return (BEYOND_PANELS as readonly string[]).includes(name);
+}
+
+/** One row per anchor: cells won / even / lost, by mean and by p99, and over the whole run. */
+function anchorTable(grid: readonly Comparison[], whole: readonly Comparison[]): string[] {
+  const lines: string[] = [];
+  for (const a of ANCHORS) {
+    const rows = grid.filter((g) => g.anchor === a);
+    if (rows.length === 0) continue;
+    const n = (f: (g: Comparison) => boolean) => rows.filter(f).length;
+    const w = (v: Verdict) => whole.filter((g) => g.anchor === a && g.cell === v).length;
+    lines.push(
+      `| ${a} | ${n((g) => g.cell === 'won')} | ${n((g) => g.cell === 'even')} | ${n((g) => g.cell === 'lost')} | ${n((g) => g.mean === 'won')} / ${n((g) => g.mean === 'even')} / ${n((g) => g.mean === 'lost')} | ${n((g) => g.p99 === 'won')} / ${n((g) => g.p99 === 'even')} / ${n((g) => g.p99 === 'lost')} | ${w('won')} / ${w('even')} / ${w('lost')} |`,
+    );
+  }
+  return lines;
 }
 
 /** Won / even / lost per anchor, over the whole grid, as a claims line. */

@@ -1,14 +1,24 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { GRID_SIZES, LOADS, policies } from '../../src/experiments/policies.ts';
 import { runCells } from '../../src/experiments/runner.ts';
 import { workingSet } from '../../src/workloads/working-set.ts';
 import { shortened } from './shortened.ts';
 
+const missing = {
+  azureTrace: '/nonexistent/azure.csv',
+  azureConvTrace: '/nonexistent/conv.csv',
+  azureCodeTrace: '/nonexistent/code.csv',
+};
+
 test('the policies grid: every workload and mixed, three loads from the sweep, two sizes; Azure skipped with the reason when the trace is missing', () => {
   const only = ['e2-plus', 'round-robin'];
-  const cells = policies.cells({ requests: 20, seed: 0, only, azureTrace: '/nonexistent/azure.csv' });
-  assert.equal(cells.length, 6 * GRID_SIZES.length * LOADS.length * only.length);
+  const cells = policies.cells({ requests: 20, seed: 0, only, ...missing });
+  // The five workloads and mixed, then sharegpt-like beyond the target (the Azure traces are missing).
+  assert.equal(cells.length, 7 * GRID_SIZES.length * LOADS.length * only.length);
   for (const panel of new Set(cells.map((c) => c.panel))) {
     const rates = [...new Set(cells.filter((c) => c.panel === panel).map((c) => c.spec.rps))].sort(
       (a, b) => a - b,
@@ -41,6 +51,7 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   }
   const text = policies.discuss(results);
   assert.match(text, /mixed@azure .* skipped: '\/nonexistent\/azure.csv' not found/);
+  assert.match(text, /azure-code skipped: '\/nonexistent\/code.csv' not found \(pass --azure-code FILE\)/);
   assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \|/);
   const claims = policies.claims!(results);
   const vsAnchors = claims.find((c) => c.id === 'e2-plus-vs-anchors');
@@ -51,4 +62,41 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   const wholeRun = claims.find((c) => c.id === 'e2-plus-vs-anchors-whole-run');
   assert.match(wholeRun?.measured ?? '', /3 cells x \d+ anchors: won \d+, even \d+, lost \d+/);
   assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \| .* \| \d+ \/ \d+ \/ \d+ \|$/m);
+});
+
+test('beyond the target: an Azure trace panel replays its rows (never more), counted in a claim of its own', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'policies-'));
+  try {
+    const rows = Array.from({ length: 60 }, (_, i) => {
+      const t = new Date(Date.UTC(2023, 10, 16, 18, 0, 0) + i * 500)
+        .toISOString()
+        .replace('T', ' ')
+        .replace('Z', '');
+      return `${t},${200 + 10 * i},${5 + (i % 7)}`;
+    });
+    const code = join(dir, 'code.csv');
+    writeFileSync(code, `TIMESTAMP,ContextTokens,GeneratedTokens\n${rows.join('\n')}\n`);
+    const only = ['e2-plus', 'round-robin'];
+    const cells = policies.cells({ requests: 20, seed: 0, only, ...missing, azureCodeTrace: code });
+    const trace = cells.filter((c) => c.panel.startsWith('azure-code, 4 '));
+    assert.equal(trace.length, LOADS.length * only.length);
+    for (const c of trace) assert.equal([...c.spec.requests()].length, 60, 'every row, and no more');
+    const sharegpt = cells
+      .filter((c) => c.panel.startsWith('sharegpt-like, 4 '))
+      .map((c) => shortened(c, 20));
+    const results = runCells([...sharegpt, ...trace.map((c) => shortened(c, 20))]);
+    const claims = policies.claims!(results);
+    assert.equal(
+      claims.find((c) => c.id === 'e2-plus-vs-anchors'),
+      undefined,
+      'no target panel ran',
+    );
+    const beyond = claims.find((c) => c.id === 'e2-plus-vs-anchors-beyond');
+    assert.match(beyond?.measured ?? '', /^6 cells x \d+ anchors: won \d+, even \d+, lost \d+/);
+    const text = policies.discuss(results);
+    assert.match(text, /azure-code: every row of '.*code\.csv' \(60 requests/);
+    assert.match(text, /Beyond the target/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

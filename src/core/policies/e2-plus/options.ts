@@ -37,6 +37,19 @@ export interface E2PlusOptions {
    * are prefilled first, so they decode by the time its prefill runs and it delays them too.
    */
   readonly aheadDecoding: boolean;
+  /**
+   * The prefill interference counts the arrivals expected to queue behind the request while it waits
+   * (the instance's share of the cluster's arrival rate x the prefill queued ahead): they wait for its
+   * prefill too. Joining a queue delays everyone who joins it later; without this, a queue looks as
+   * cheap to the tenth request as to the first.
+   */
+  readonly laterArrivals: boolean;
+  /**
+   * The requests decoding now and those queued ahead delay-count only while their expected decode
+   * (their predicted output x the step time) still runs when the request's prefill starts: behind a
+   * queue longer than their decodes, most will have finished.
+   */
+  readonly decodeEnds: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -67,6 +80,8 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   interference: true,
   interferenceWeight: 1,
   aheadDecoding: true,
+  laterArrivals: true,
+  decodeEnds: true,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

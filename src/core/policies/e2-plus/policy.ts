@@ -44,6 +44,10 @@ interface Flight {
   started: boolean;
   /** When it was admitted (its prefill has been running since). */
   startedAt: number;
+  /** Output tokens predicted at routing. */
+  readonly out: number;
+  /** When its first token came out (it decodes since); -1 before. */
+  decodingSince: number;
 }
 
 interface InstanceState {
@@ -52,7 +56,7 @@ interface InstanceState {
   /** The flights still before their first token. */
   readonly queue: Set<Flight>;
   /** In-flight requests past their first token (decoding). */
-  decoding: number;
+  readonly decoding: Set<Flight>;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
 }
@@ -72,8 +76,10 @@ interface OutputStats {
  *   Q_i (prefill queued ahead) + P_i (r's prefill of its miss on i)
  *   + out x step_i(B_i + 1)                   r's own decode at i's batch size
  *   + w x B_i x out x (step(B_i+1) - step(B_i)) what r's decode slows the B_i others by
- *   + w x (D_i + A_i) x P_i                   what r's prefill delays the D_i decoding there by,
- *                                             and the A_i queued ahead of it (decoding by then)
+ *   + w x (D_i + A_i + lambda_i x Q_i) x P_i  what r's prefill delays the D_i decoding there by,
+ *                                             the A_i queued ahead of it (decoding by then), and
+ *                                             those arriving while it waits (queued behind it);
+ *                                             D_i and A_i count only decodes that outlast the wait
  *   + M_i                                     E2's eviction cost
  *
  * A burst on one prefix stays on its holder until the queue there costs more than recomputing the
@@ -92,6 +98,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
   private routingMatch: ClusterMatch | null = null;
+  /** The output length `choose` predicted for the request being routed (kept on its flight). */
+  private routedOut = 0;
   private readonly victimPricing: WindowShareVictimPricing;
   /** Instances that have reported an eviction: their reports replace the global LRU model (`predictEvictions`). */
   private readonly reportsEvictions = new Set<InstanceId>();
@@ -135,14 +143,16 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.routingMatch = match;
     const mark = this.tree.markPath(match.path);
     const out = this.expectedOutput(match);
+    this.routedOut = out;
     const context = tokens.length + out / 2;
     const costs: E2PlusInstanceCost[] = [];
+    const arrivalShare = this.options.laterArrivals ? this.arrivalRate(now) / active.length : 0;
     let best = -1;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestMatched = 0;
     for (const i of active) {
       const matched = this.tree.cachedOn(i);
-      const cost = this.costOf(i, tokens.length, matched, out, context, mark, now);
+      const cost = this.costOf(i, tokens.length, matched, out, context, mark, now, arrivalShare);
       costs.push(cost);
       if (best < 0 || this.better(cost.total, i, bestCost, best)) {
         best = i;
@@ -163,6 +173,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     context: number,
     mark: number,
     now: number,
+    arrivalShare = 0,
   ): E2PlusInstanceCost {
     const model = this.options.costModel;
     const state = this.stateFor(instance);
@@ -172,12 +183,17 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
+    const queued = this.queuedAhead(state, matched, now);
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
+      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
+      // and those arriving while r waits queue behind it.
+      const step = this.options.decodeEnds ? withIt : 0;
       const delayed =
-        state.decoding + (this.options.aheadDecoding ? this.queuedAheadCount(state, matched) : 0);
+        this.decodingAt(state, queued, step, now) +
+        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
+        arrivalShare * queued;
       interference = w * delayed * prefill;
     }
     let eviction = 0;
@@ -187,7 +203,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const queued = this.queuedAhead(state, matched, now);
     const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
@@ -225,10 +240,30 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * (admitted ones, and under lpm those with at least as many cached tokens): they decode by the time
    * its prefill runs, so it delays them as it delays the instance's decoding requests.
    */
-  private queuedAheadCount(state: InstanceState, matched: number): number {
+  private queuedAheadCount(state: InstanceState, matched: number, wait: number, step: number): number {
     let ahead = 0;
-    for (const f of state.queue) if (this.isAhead(f, matched)) ahead++;
+    for (const f of state.queue) {
+      if (!this.isAhead(f, matched)) continue;
+      // With decodeEnds (step > 0): prefilled at a uniform time in the wait, it still decodes at its
+      // end with the chance that its decode outlasts what is left of the wait.
+      ahead += step > 0 && wait > 0 ? Math.min(1, (f.out * step) / wait) : 1;
+    }
     return ahead;
+  }
+
+  /**
+   * The instance's decoding requests still decoding after `wait` seconds (all of them without
+   * decodeEnds, step 0): each lasts its predicted output x the step time from its first token; one
+   * that has outrun its prediction counts as decoding on (long outputs run long).
+   */
+  private decodingAt(state: InstanceState, wait: number, step: number, now: number): number {
+    if (step <= 0 || wait <= 0) return state.decoding.size;
+    let n = 0;
+    for (const f of state.decoding) {
+      const left = f.out * step - (now - f.decodingSince);
+      if (left <= 0 || left > wait) n++;
+    }
+    return n;
   }
 
   /** Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`). */
@@ -236,6 +271,13 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const o = this.options;
     if (o.queueOrder === 'fcfs' || f.matched >= matched) return true;
     return f.started && o.startedAhead;
+  }
+
+  /** Requests routed per second over the window (0 until it holds two). */
+  private arrivalRate(now: number): number {
+    const oldest = this.window.peekOldest();
+    const span = oldest === undefined ? 0 : now - oldest.time;
+    return this.window.size >= 2 && span > 0 ? this.window.size / span : 0;
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
@@ -306,6 +348,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       matched: decision.matchedTokens,
       started: false,
       startedAt: 0,
+      out: this.routedOut,
+      decodingSince: -1,
     };
     state.queue.add(flight);
     this.flights.set(request.id, flight);
@@ -338,11 +382,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     f.startedAt = now;
   }
 
-  override requestFirstToken(id: string, _now: number): void {
+  override requestFirstToken(id: string, now: number): void {
     const f = this.flights.get(id);
     if (f === undefined || f.queuedPrefill < 0) return;
     this.prefillDone(f);
-    this.stateFor(f.instance).decoding++;
+    this.stateFor(f.instance).decoding.add(f);
+    f.decodingSince = now;
     f.queuedPrefill = -1;
   }
 
@@ -357,7 +402,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.flights.delete(id);
     const state = this.stateFor(instance);
     if (f.queuedPrefill >= 0) this.prefillDone(f);
-    else state.decoding = Math.max(0, state.decoding - 1);
+    else state.decoding.delete(f);
     const e = f.entry;
     this.tree.releaseInflight(e.leaf, instance);
     if (!e.live) return;
@@ -439,7 +484,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = { queuedPrefill: 0, queue: new Set(), decoding: 0, windowRequests: 0 };
+      s = { queuedPrefill: 0, queue: new Set(), decoding: new Set(), windowRequests: 0 };
       this.states[instance] = s;
     }
     return s;

@@ -51,7 +51,7 @@ test('every instance is priced with its own miss: the holder wins while its extr
 });
 
 test('fcfs queue order counts the whole queued prefill ahead, and the cheaper miss elsewhere wins', () => {
-  const p = plus(2, { queueOrder: 'fcfs' });
+  const p = plus(2, { queueOrder: 'fcfs', decodeEnds: false });
   route(p, seq(100, 0));
   const d = route(p, concat(seq(100, 0), seq(20, 500)));
   // The queued request is ahead: 0.1 s of queue, and r's P = 0.02 delays it once it decodes.
@@ -89,7 +89,7 @@ test('a burst on one prefix spreads once the holder costs more than recomputing 
 
 test('the prefill delays the requests queued ahead of it as it delays those decoding (they decode by then)', () => {
   for (const aheadDecoding of [true, false]) {
-    const p = plus(2, { aheadDecoding });
+    const p = plus(2, { aheadDecoding, decodeEnds: false });
     route(p, seq(100, 0)); // -> 0, queued, nothing cached
     // On 0 the queued request is ahead (as many cached tokens: none): r's P = 0.05 delays it.
     const r = route(p, seq(50, 5000));
@@ -102,6 +102,41 @@ test('the prefill delays the requests queued ahead of it as it delays those deco
     close(cost(s, 0).interference, 0, 'lpm: behind');
     close(cost(s, 1).interference, aheadDecoding ? 0.12 : 0, 'r ahead on 1');
   }
+});
+
+test('arrivals expected while a request waits queue behind it: its prefill delays them too', () => {
+  for (const laterArrivals of [true, false]) {
+    const p = plus(2, { laterArrivals, aheadDecoding: false });
+    route(p, seq(100, 0), 0); // -> 0: 0.1 s queued
+    route(p, seq(100, 1000), 1); // -> 1 (nothing queued there): 0.1 s queued
+    // The window saw 2 requests in 1 s: 1 a second per instance, so 0.1 s of wait brings 0.1
+    // requests behind r, each delayed by r's P = 0.05.
+    const r = route(p, seq(50, 5000), 1);
+    close(cost(r, 0).queued, 0.1, 'queued ahead');
+    close(cost(r, 0).interference, laterArrivals ? 1 * 0.1 * 0.05 : 0, `laterArrivals ${laterArrivals}`);
+  }
+});
+
+test('behind a queue longer than their decodes, most requests decoding or queued ahead have finished', () => {
+  for (const decodeEnds of [true, false]) {
+    const p = plus(1, { decodeEnds, laterArrivals: false });
+    const a = route(p, seq(100, 0), 0);
+    p.requestFirstToken(a.id, 0.1); // decodes from 0.1, 45 tokens predicted
+    route(p, seq(1000, 1000), 0.1); // 1 s of prefill queued
+    const r = route(p, seq(50, 5000), 0.1);
+    // Batch 2 with r: 3, a step of 0.003 s, so a decode of 45 x 0.003 = 0.135 s. After the 1 s wait a
+    // has finished, and the queued request, prefilled at a uniform time in the wait, still decodes
+    // with chance 0.135.
+    close(cost(r, 0).queued, 1, 'wait');
+    close(cost(r, 0).interference, (decodeEnds ? 0.135 : 2) * 0.05, `decodeEnds ${decodeEnds}`);
+  }
+  // A request past its predicted decode counts as decoding on (long outputs run long).
+  const p = plus(1, { laterArrivals: false, aheadDecoding: false });
+  const a = route(p, seq(100, 0), 0);
+  p.requestFirstToken(a.id, 0.1);
+  route(p, seq(1000, 1000), 0.1);
+  const r = route(p, seq(50, 5000), 5);
+  close(cost(r, 0).interference, 1 * 0.05, 'outrun: still decoding');
 });
 
 test('invalid queueOrder is refused', () => {

@@ -1,0 +1,68 @@
+/**
+ * Where each policy queues requests by prompt length, one cell (docs/e2.md, measurement log step 16):
+ * per instance, requests / mean queue wait (arrival to admission) / mean prompt tokens; per prompt-length
+ * bin, requests, mean queue wait, mean and p99 latency, and how many of the run's p99 tail fall in it.
+ * A policy that sorts prompts by length onto instances shows uneven prompt means and queue waits.
+ *
+ *   node --import tsx scripts/queue-by-prompt.ts WORKLOAD RPS [--instances N] [--requests N]
+ *     [--warmup SECONDS] [--seed S] [--policies a,b]
+ *
+ * WORKLOAD is any `preble sim --workload` value (a generator, azure:FILE, mooncake:FILE).
+ */
+import { costModelPreset } from '../src/core/cost-model/presets.ts';
+import type { SimRecord } from '../src/sim/record.ts';
+import { runSimulation } from '../src/sim/run.ts';
+import { workloadStream } from '../src/workloads/request-stream.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string): string => {
+  const i = args.indexOf(name);
+  return i < 0 ? fallback : args[i + 1]!;
+};
+const [workload, rpsArg] = args;
+if (workload === undefined || rpsArg === undefined)
+  throw new Error('usage: queue-by-prompt.ts WORKLOAD RPS [...]');
+const rps = Number(rpsArg);
+const instances = Number(flag('--instances', '4'));
+const requests = Number(flag('--requests', '6000'));
+const warmup = Number(flag('--warmup', '60'));
+const seed = Number(flag('--seed', '0'));
+const stream = workloadStream(workload, { requests, rps, seed, instances });
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * xs.length)] ?? 0;
+const queued = (r: SimRecord) => r.start - r.arrival;
+const latency = (r: SimRecord) => r.finish - r.arrival;
+const BINS = [0, 500, 1000, 2000, 4000, 8000, Number.POSITIVE_INFINITY];
+
+console.log(
+  `${workload} x${instances} @ ${rps} rps, seed ${seed}, ${requests} requests, warm-up ${warmup} s`,
+);
+for (const policy of flag('--policies', 'e2-plus,kv-cost').split(',')) {
+  const { report, result } = runSimulation({
+    policy,
+    workload,
+    instances,
+    rps,
+    costModel: costModelPreset('mistral-7b-a6000'),
+    seed,
+    requests: stream,
+    warmupSeconds: warmup,
+  });
+  const recs = result.records.filter((r) => r.finish >= 0 && r.arrival >= warmup);
+  const tail = p99(recs.map(latency));
+  const perInstance = Array.from({ length: instances }, (_, i) => {
+    const on = recs.filter((r) => r.instance === i);
+    return `${on.length} / ${mean(on.map(queued)).toFixed(1)} s / ${mean(on.map((r) => r.promptTokens)).toFixed(0)}`;
+  });
+  console.log(
+    `${policy}: mean ${report.latency.mean.toFixed(2)} p99 ${report.latency.p99.toFixed(2)}; per instance (requests / queue / prompt): ${perInstance.join(', ')}`,
+  );
+  for (let b = 0; b + 1 < BINS.length; b++) {
+    const bin = recs.filter((r) => r.promptTokens >= BINS[b]! && r.promptTokens < BINS[b + 1]!);
+    if (bin.length === 0) continue;
+    const lat = bin.map(latency);
+    console.log(
+      `  prompt ${BINS[b]}-${BINS[b + 1]}: ${bin.length} requests, queue ${mean(bin.map(queued)).toFixed(2)} s, latency ${mean(lat).toFixed(2)} / p99 ${p99(lat).toFixed(2)} s, in the run's p99 tail ${bin.filter((r) => latency(r) >= tail).length}`,
+    );
+  }
+}
