@@ -50,11 +50,11 @@ const USER_TOKENS: LengthSpec = { mean: 69.5, std: 69.5, min: 1 };
 const ANSWER_TOKENS: LengthSpec = { mean: 214.5, std: 214.5, min: 1 };
 
 /**
- * System prompts are assumed, not cited: LMSYS-Chat-1M conversations mostly have none (its web demo
- * sent a model's default template), while production APIs mostly send one per application. Mooncake's
- * public conversation trace (Kimi, FAST'25) starts many requests with one shared 512-token block,
- * so we take a mean of 512 tokens (std half that), 8 applications, and the Preble authors' Zipf 1.1
- * for application popularity (their ToolBench tool popularity). All three are options.
+ * System prompts are assumed, not cited: LMSYS-Chat-1M conversations mostly have none, while
+ * production APIs mostly send one per application. Mooncake's public conversation trace (Kimi,
+ * FAST'25) starts many requests with one shared 512-token block, so we take a mean of 512 tokens
+ * (std half that), 8 applications, and the Preble authors' Zipf 1.1 for application popularity
+ * (their ToolBench tool popularity). All three are options; `systemPrompts: 0` is LMSYS as published.
  */
 export const SYSTEM_PROMPTS = 8;
 const SYSTEM_PROMPT_TOKENS = 512;
