@@ -86,6 +86,16 @@ const oneOf =
     return value as T;
   };
 
+/** `popularity=uniform|zipf` and `zipf=K` (which implies popularity=zipf): toolbench's tools, conversation's applications. */
+const POPULARITY_OPTIONS: Readonly<Record<string, OptionValue>> = {
+  popularity: (v, k) => ({ popularity: oneOf(['uniform', 'zipf'] as const)(v, k) }),
+  zipf: (v, k) => {
+    const exponent = Number(v);
+    if (!(exponent > 0)) throw new Error(`workload option ${k}: expected a positive exponent, got '${v}'`);
+    return { popularity: 'zipf', zipfExponent: exponent };
+  },
+};
+
 /**
  * `NAME:KEY=VALUE,...` options per generator (`toolbench:zipf=1.1`, `programming:order=bursts`): each
  * sets the generator's own option of the same meaning (see its options interface and docs/design.md).
@@ -93,12 +103,7 @@ const oneOf =
 const WORKLOAD_OPTIONS: Partial<Record<WorkloadName, Readonly<Record<string, OptionValue>>>> = {
   toolbench: {
     tools: (v, k) => ({ tools: positiveInteger(v, k) }),
-    popularity: (v, k) => ({ popularity: oneOf(['uniform', 'zipf'] as const)(v, k) }),
-    zipf: (v, k) => {
-      const exponent = Number(v);
-      if (!(exponent > 0)) throw new Error(`workload option ${k}: expected a positive exponent, got '${v}'`);
-      return { popularity: 'zipf', zipfExponent: exponent };
-    },
+    ...POPULARITY_OPTIONS,
   },
   'embodied-agent': { chains: (v, k) => ({ activeChains: positiveInteger(v, k) }) },
   programming: {
@@ -125,12 +130,7 @@ const WORKLOAD_OPTIONS: Partial<Record<WorkloadName, Readonly<Record<string, Opt
       return { systemPrompts: n };
     },
     systemTokens: (v, k) => ({ systemPromptTokens: positiveInteger(v, k) }),
-    popularity: (v, k) => ({ popularity: oneOf(['uniform', 'zipf'] as const)(v, k) }),
-    zipf: (v, k) => {
-      const exponent = Number(v);
-      if (!(exponent > 0)) throw new Error(`workload option ${k}: expected a positive exponent, got '${v}'`);
-      return { popularity: 'zipf', zipfExponent: exponent };
-    },
+    ...POPULARITY_OPTIONS,
     maxContext: (v, k) => ({ maxContextTokens: positiveInteger(v, k) }),
   },
 };
