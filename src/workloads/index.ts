@@ -1,5 +1,6 @@
 export { PoissonArrivals } from './arrivals.ts';
 export { type BaseWorkloadName, baseWorkloadNames } from './base-workloads.ts';
+export { type ConversationOptions, conversation } from './conversation.ts';
 export { type EmbodiedAgentOptions, embodiedAgent } from './embodied-agent.ts';
 export { type LoogleOptions, loogle } from './loogle.ts';
 export { type MixedComponent, type MixedOptions, mixed } from './mixed.ts';

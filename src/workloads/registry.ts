@@ -1,4 +1,5 @@
 import { type BaseWorkloadOptions, baseWorkloads } from './base-workloads.ts';
+import { type ConversationOptions, conversation } from './conversation.ts';
 import { distServeApplications, distServeWorkload } from './distserve.ts';
 import { LENGTH_DIST_FORMS } from './length-dist.ts';
 import { type MixedOptions, mixed } from './mixed.ts';
@@ -8,7 +9,8 @@ import type { WorkloadOptions, WorkloadRequest } from './types.ts';
 /** Options any workload accepts: the common ones plus each generator's own (ignored by the others). */
 export type AnyWorkloadOptions = WorkloadOptions &
   Partial<Omit<BaseWorkloadOptions, keyof WorkloadOptions>> &
-  Partial<Omit<MixedOptions, keyof WorkloadOptions>>;
+  Partial<Omit<MixedOptions, keyof WorkloadOptions>> &
+  Partial<Omit<ConversationOptions, keyof WorkloadOptions>>;
 
 interface WorkloadEntry {
   /** One line for `--help`: what the requests share and the paper's Table 1 row it matches. */
@@ -54,6 +56,11 @@ const WORKLOADS = {
     summary: distServeApplications['longbench-like'].summary,
     create: (o) => distServeWorkload('longbench-like', o),
   },
+  conversation: {
+    summary:
+      "multi-turn chat: each turn's prompt extends the last one's and its answer, after an application's system prompt (LMSYS-Chat-1M means)",
+    create: (o) => conversation(o),
+  },
 } as const satisfies Record<string, WorkloadEntry>;
 
 export type WorkloadName = keyof typeof WORKLOADS;
@@ -79,6 +86,16 @@ const oneOf =
     return value as T;
   };
 
+/** `popularity=uniform|zipf` and `zipf=K` (which implies popularity=zipf): toolbench's tools, conversation's applications. */
+const POPULARITY_OPTIONS: Readonly<Record<string, OptionValue>> = {
+  popularity: (v, k) => ({ popularity: oneOf(['uniform', 'zipf'] as const)(v, k) }),
+  zipf: (v, k) => {
+    const exponent = Number(v);
+    if (!(exponent > 0)) throw new Error(`workload option ${k}: expected a positive exponent, got '${v}'`);
+    return { popularity: 'zipf', zipfExponent: exponent };
+  },
+};
+
 /**
  * `NAME:KEY=VALUE,...` options per generator (`toolbench:zipf=1.1`, `programming:order=bursts`): each
  * sets the generator's own option of the same meaning (see its options interface and docs/design.md).
@@ -86,12 +103,7 @@ const oneOf =
 const WORKLOAD_OPTIONS: Partial<Record<WorkloadName, Readonly<Record<string, OptionValue>>>> = {
   toolbench: {
     tools: (v, k) => ({ tools: positiveInteger(v, k) }),
-    popularity: (v, k) => ({ popularity: oneOf(['uniform', 'zipf'] as const)(v, k) }),
-    zipf: (v, k) => {
-      const exponent = Number(v);
-      if (!(exponent > 0)) throw new Error(`workload option ${k}: expected a positive exponent, got '${v}'`);
-      return { popularity: 'zipf', zipfExponent: exponent };
-    },
+    ...POPULARITY_OPTIONS,
   },
   'embodied-agent': { chains: (v, k) => ({ activeChains: positiveInteger(v, k) }) },
   programming: {
@@ -103,6 +115,24 @@ const WORKLOAD_OPTIONS: Partial<Record<WorkloadName, Readonly<Record<string, Opt
   },
   'video-qa': { videos: (v, k) => ({ activeVideos: positiveInteger(v, k) }) },
   loogle: { documents: (v, k) => ({ activeDocuments: positiveInteger(v, k) }) },
+  conversation: {
+    sessions: (v, k) => ({ activeSessions: positiveInteger(v, k) }),
+    turns: (v, k) => {
+      const mean = Number(v);
+      if (!(mean >= 1) || !Number.isFinite(mean))
+        throw new Error(`workload option ${k}: expected a mean of at least 1, got '${v}'`);
+      return { meanTurns: mean };
+    },
+    systemPrompts: (v, k) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0)
+        throw new Error(`workload option ${k}: expected a non-negative integer, got '${v}'`);
+      return { systemPrompts: n };
+    },
+    systemTokens: (v, k) => ({ systemPromptTokens: positiveInteger(v, k) }),
+    ...POPULARITY_OPTIONS,
+    maxContext: (v, k) => ({ maxContextTokens: positiveInteger(v, k) }),
+  },
 };
 
 /** A generator's name and the options of its `NAME:KEY=VALUE,...` form; undefined if `spec` names none. */
@@ -153,7 +183,8 @@ export function describeWorkloads(): string[] {
     ...workloadNames.map((name) => `${name}: ${WORKLOADS[name].summary}`),
     'NAME:KEY=VALUE,...: a generator with options, e.g. toolbench:zipf=1.1,tools=300 or',
     '  programming:order=bursts; keys: toolbench tools, popularity, zipf; embodied-agent chains;',
-    '  programming order, problems, samples, demo, maxOutput; video-qa videos; loogle documents',
+    '  programming order, problems, samples, demo, maxOutput; video-qa videos; loogle documents;',
+    '  conversation sessions, turns, systemPrompts, systemTokens, popularity, zipf, maxContext',
     '  (working sets otherwise scale with --instances as the authors did: docs/design.md, "Workloads")',
     `${SYNTHETIC_FORM}: independent requests, Poisson at --rps, no sharing; LENGTH is one of`,
     `  ${LENGTH_DIST_FORMS}`,

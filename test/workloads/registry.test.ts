@@ -7,7 +7,7 @@ import { startsWith } from './helpers.ts';
 const common = { rps: 10, seed: 4 };
 
 describe('registry', () => {
-  it("names the paper's six workloads and DistServe's three applications", () => {
+  it("names the paper's six workloads, DistServe's three applications and multi-turn chat", () => {
     assert.deepEqual(
       [...workloadNames],
       [
@@ -20,6 +20,7 @@ describe('registry', () => {
         'sharegpt-like',
         'humaneval-like',
         'longbench-like',
+        'conversation',
       ],
     );
     assert.ok(isWorkloadName('loogle'));

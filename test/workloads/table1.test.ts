@@ -37,7 +37,7 @@ const isShare = (metric: Metric) => metric === 'sharedPrefixShare' || metric ===
  * open at once (the generators' earlier fixed defaults), so that they complete within the sample.
  */
 const table1: Record<
-  Exclude<WorkloadName, 'mixed' | DistServeWorkloadName>,
+  Exclude<WorkloadName, 'mixed' | DistServeWorkloadName | 'conversation'>,
   { requests: number; options?: Partial<AnyWorkloadOptions> } & Record<Metric, Row>
 > = {
   toolbench: {
