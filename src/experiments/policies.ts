@@ -98,9 +98,10 @@ function contents(options: ExperimentOptions): Content[] {
 }
 
 /**
- * Beyond the target: prompts that share nothing but the chat template (`sharegpt-like`), and the Azure
- * 2023 production traces replayed whole (their prompt and output lengths and arrival pattern, re-timed
- * to each rate; no prefix sharing is recorded in them).
+ * Beyond the target: prompts that share nothing (`sharegpt-like`), multi-turn chat (`conversation`:
+ * each turn extends the last, after an application's system prompt), and the Azure 2023 production
+ * traces replayed whole (their prompt and output lengths and arrival pattern, re-timed to each rate;
+ * no prefix sharing is recorded in them).
  */
 function beyondContents(options: ExperimentOptions): Content[] {
   const list: Content[] = [
@@ -109,6 +110,13 @@ function beyondContents(options: ExperimentOptions): Content[] {
       paperSetup: false,
       beyond: true,
       stream: (requests, rps, seed) => createWorkload('sharegpt-like', { requests, rps, seed }),
+    },
+    {
+      name: 'conversation',
+      paperSetup: false,
+      beyond: true,
+      stream: (requests, rps, seed, instances) =>
+        createWorkload('conversation', { requests, rps, seed, instances }),
     },
   ];
   const traces = [
@@ -251,7 +259,7 @@ export const policies: Experiment = {
     if (beyond.length > 0) {
       lines.push(
         '',
-        `Beyond the target (${BEYOND_PANELS.join(', ')}: no prefix sharing; real production lengths and arrivals),`,
+        `Beyond the target (${BEYOND_PANELS.join(', ')}: no prefix sharing, multi-turn chat, real production lengths and arrivals),`,
         'counted on their own, the same way:',
         '',
         '| anchor | cells won | even | lost | mean: won / even / lost | p99: won / even / lost | whole run: won / even / lost |',
@@ -443,7 +451,7 @@ function compare(results: readonly CellResult[], view: View = 'steady'): Compari
 }
 
 /** Panels outside issue 11's target, by workload name (see `beyondContents`). */
-const BEYOND_PANELS = ['sharegpt-like', 'azure-conv', 'azure-code'] as const;
+const BEYOND_PANELS = ['sharegpt-like', 'conversation', 'azure-conv', 'azure-code'] as const;
 
 function isBeyond(panelOrKey: string): boolean {
   const name = panelOrKey.split(',')[0]!;

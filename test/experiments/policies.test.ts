@@ -17,8 +17,9 @@ const missing = {
 test('the policies grid: every workload and mixed, three loads from the sweep, two sizes; Azure skipped with the reason when the trace is missing', () => {
   const only = ['e2-plus', 'round-robin'];
   const cells = policies.cells({ requests: 20, seed: 0, only, ...missing });
-  // The five workloads and mixed, then sharegpt-like beyond the target (the Azure traces are missing).
-  assert.equal(cells.length, 7 * GRID_SIZES.length * LOADS.length * only.length);
+  // The five workloads and mixed, then sharegpt-like and conversation beyond the target (the Azure
+  // traces are missing).
+  assert.equal(cells.length, 8 * GRID_SIZES.length * LOADS.length * only.length);
   for (const panel of new Set(cells.map((c) => c.panel))) {
     const rates = [...new Set(cells.filter((c) => c.panel === panel).map((c) => c.spec.rps))].sort(
       (a, b) => a - b,
