@@ -41,6 +41,12 @@ export const SWEEP_RATES_PER_INSTANCE = [
   0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24,
 ] as const;
 export const SATURATION_FACTOR = 2;
+/**
+ * Each sweep run lasts at least this many seconds of arrivals: at a high rate the grid's requests
+ * alone end before a queue can show (conversation on 8 instances never doubled round robin's latency
+ * within 1,500 requests up to 192 req/s, twice the rate at which a minute-long run does).
+ */
+export const SWEEP_MIN_SECONDS = 60;
 export const LOADS = [
   { name: 'light', share: 0.25 },
   { name: 'medium', share: 0.5 },
@@ -157,6 +163,7 @@ export function saturationRate(
   for (const per of SWEEP_RATES_PER_INSTANCE) {
     const rps = per * instances;
     last = rps;
+    const runRequests = Math.max(requests, Math.ceil(SWEEP_MIN_SECONDS * rps));
     const { report } = runSimulation({
       policy: 'round-robin',
       workload: 'sweep',
@@ -164,7 +171,7 @@ export function saturationRate(
       rps,
       costModel,
       seed,
-      requests: () => stream(requests, rps, seed, instances),
+      requests: () => stream(runRequests, rps, seed, instances),
     });
     if (Number.isNaN(reference)) reference = report.latency.mean;
     else if (report.latency.mean > SATURATION_FACTOR * reference) return { rps, reference };
@@ -230,7 +237,7 @@ export const policies: Experiment = {
     const lines = [
       '## How the grid is built',
       '',
-      `Loads per panel: a round-robin sweep (the grid's requests per run, per-instance rates ${SWEEP_RATES_PER_INSTANCE.join(', ')})`,
+      `Loads per panel: a round-robin sweep (the grid's requests per run or ${SWEEP_MIN_SECONDS} s of arrivals, whichever is more; per-instance rates ${SWEEP_RATES_PER_INSTANCE.join(', ')})`,
       `finds the first rate at which round robin's mean latency exceeds ${SATURATION_FACTOR}x its latency at the lowest rate: that is "heavy";`,
       '"medium" and "light" are a half and a quarter of it. The rates (the columns above) therefore follow the workload',
       "generators as they change. Cost model: Mistral-7B on A6000; engines' queue policy lpm for every policy.",
@@ -244,8 +251,8 @@ export const policies: Experiment = {
       `${EVEN * 100}% on the other, lost when it is behind by more than ${EVEN * 100}% on either, even otherwise.`,
       `Each run lasts at least three of E2's windows (${WINDOW_SECONDS} s each: at least the grid's requests, more where the rate`,
       'needs them) and every figure leaves the first window out as warm-up (caches start cold and the window empty); the',
-      'last column counts the same cells over every request, the cold start included. The sweep that sets the rates runs the',
-      "grid's requests alone.",
+      'last column counts the same cells over every request, the cold start included. The sweep that sets the rates runs',
+      `the grid's requests or ${SWEEP_MIN_SECONDS} s of arrivals, whichever is more.`,
       '',
       '| anchor | cells won | even | lost | mean: won / even / lost | p99: won / even / lost | whole run: won / even / lost |',
       '|---|---|---|---|---|---|---|',

@@ -3,8 +3,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { GRID_SIZES, LOADS, policies } from '../../src/experiments/policies.ts';
+import {
+  GRID_SIZES,
+  LOADS,
+  policies,
+  SWEEP_MIN_SECONDS,
+  SWEEP_RATES_PER_INSTANCE,
+  saturationRate,
+} from '../../src/experiments/policies.ts';
 import { runCells } from '../../src/experiments/runner.ts';
+import { createWorkload } from '../../src/workloads/registry.ts';
 import { workingSet } from '../../src/workloads/working-set.ts';
 import { shortened } from './shortened.ts';
 
@@ -100,4 +108,20 @@ test('beyond the target: an Azure trace panel replays its rows (never more), cou
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the saturation sweep's runs last at least a minute of arrivals at every rate (a short run hides the queue)", () => {
+  const asked: [number, number][] = [];
+  const stream = (requests: number, rps: number, seed: number) => {
+    asked.push([requests, rps]);
+    return createWorkload('sharegpt-like', { requests: 4, rps, seed });
+  };
+  saturationRate(stream, 2, 0, 100);
+  assert.equal(
+    asked.length,
+    SWEEP_RATES_PER_INSTANCE.length,
+    'four requests never saturate: every rate runs',
+  );
+  for (const [requests, rps] of asked)
+    assert.equal(requests, Math.max(100, Math.ceil(SWEEP_MIN_SECONDS * rps)));
 });
