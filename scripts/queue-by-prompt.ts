@@ -5,7 +5,9 @@
  * A policy that sorts prompts by length onto instances shows uneven prompt means and queue waits.
  *
  *   node --import tsx scripts/queue-by-prompt.ts WORKLOAD RPS [--instances N] [--requests N]
- *     [--warmup SECONDS] [--seed S] [--policies a,b]
+ *     [--warmup SECONDS] [--seed S] [--policies a,b] [--options JSON]
+ *
+ * --options: e2-plus options over its defaults, e.g. '{"laterArrivals":false,"decodeEnds":false}'.
  *
  * WORKLOAD is any `preble sim --workload` value (a generator, azure:FILE, mooncake:FILE).
  */
@@ -27,6 +29,7 @@ const instances = Number(flag('--instances', '4'));
 const requests = Number(flag('--requests', '6000'));
 const warmup = Number(flag('--warmup', '60'));
 const seed = Number(flag('--seed', '0'));
+const e2PlusOptions = JSON.parse(flag('--options', '{}')) as Record<string, unknown>;
 const stream = workloadStream(workload, { requests, rps, seed, instances });
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * xs.length)] ?? 0;
@@ -47,6 +50,7 @@ for (const policy of flag('--policies', 'e2-plus,kv-cost').split(',')) {
     seed,
     requests: stream,
     warmupSeconds: warmup,
+    ...(policy === 'e2-plus' ? { policyOptions: e2PlusOptions } : {}),
   });
   const recs = result.records.filter((r) => r.finish >= 0 && r.arrival >= warmup);
   const tail = p99(recs.map(latency));

@@ -34,7 +34,8 @@ interface WindowEntry {
 
 /** A request in flight: what it still owes its instance. */
 interface Flight {
-  readonly instance: InstanceId;
+  /** Where it runs (a migration moves it). */
+  instance: InstanceId;
   readonly entry: WindowEntry;
   /** Predicted prefill seconds while its first token is not out; -1 after. */
   queuedPrefill: number;
@@ -46,6 +47,8 @@ interface Flight {
   startedAt: number;
   /** Output tokens predicted at routing. */
   readonly out: number;
+  /** Its mean context over its decode (prompt + half the predicted output), for its instance's step time. */
+  readonly context: number;
   /** When its first token came out (it decodes since); -1 before. */
   decodingSince: number;
 }
@@ -57,6 +60,8 @@ interface InstanceState {
   readonly queue: Set<Flight>;
   /** In-flight requests past their first token (decoding). */
   readonly decoding: Set<Flight>;
+  /** Sum of the in-flight requests' `context` (queued and decoding). */
+  contextSum: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
 }
@@ -98,8 +103,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
   private routingMatch: ClusterMatch | null = null;
-  /** The output length `choose` predicted for the request being routed (kept on its flight). */
+  /** The output length and context `choose` predicted for the request being routed (kept on its flight). */
   private routedOut = 0;
+  private routedContext = 0;
+  /** When the first request was routed (the arrival rate's time base before a whole window has passed). */
+  private firstRouted: number | undefined;
   private readonly victimPricing: WindowShareVictimPricing;
   /** Instances that have reported an eviction: their reports replace the global LRU model (`predictEvictions`). */
   private readonly reportsEvictions = new Set<InstanceId>();
@@ -143,8 +151,9 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.routingMatch = match;
     const mark = this.tree.markPath(match.path);
     const out = this.expectedOutput(match);
-    this.routedOut = out;
     const context = tokens.length + out / 2;
+    this.routedOut = out;
+    this.routedContext = context;
     const costs: E2PlusInstanceCost[] = [];
     const arrivalShare = this.options.laterArrivals ? this.arrivalRate(now) / active.length : 0;
     let best = -1;
@@ -189,7 +198,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
       // and those arriving while r waits queue behind it.
-      const step = this.options.decodeEnds ? withIt : 0;
+      // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
+      const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
       const delayed =
         this.decodingAt(state, queued, step, now) +
         (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
@@ -252,18 +262,26 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   }
 
   /**
-   * The instance's decoding requests still decoding after `wait` seconds (all of them without
-   * decodeEnds, step 0): each lasts its predicted output x the step time from its first token; one
-   * that has outrun its prediction counts as decoding on (long outputs run long).
+   * The instance's decoding requests expected still to decode after `wait` seconds (all of them
+   * without decodeEnds, step 0): one with `left` seconds of predicted decode counts min(1, left /
+   * wait); one that has outrun its prediction is expected to run as long again as it has (long
+   * outputs run long).
    */
   private decodingAt(state: InstanceState, wait: number, step: number, now: number): number {
     if (step <= 0 || wait <= 0) return state.decoding.size;
     let n = 0;
     for (const f of state.decoding) {
-      const left = f.out * step - (now - f.decodingSince);
-      if (left <= 0 || left > wait) n++;
+      const elapsed = now - f.decodingSince;
+      const predicted = f.out * step - elapsed;
+      n += Math.min(1, (predicted > 0 ? predicted : elapsed) / wait);
     }
     return n;
+  }
+
+  /** One decode iteration of the instance's own batch at its requests' mean context. */
+  private instanceStep(state: InstanceState, batch: number): number {
+    const flights = state.queue.size + state.decoding.size;
+    return this.stepTime(Math.max(1, batch), flights > 0 ? state.contextSum / flights : 0);
   }
 
   /** Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`). */
@@ -273,11 +291,15 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     return f.started && o.startedAhead;
   }
 
-  /** Requests routed per second over the window (0 until it holds two). */
+  /**
+   * Requests routed per second: the window's count over the time it covers (H, or since the first
+   * request while H has not passed, at least 1 s). After a quiet spell the rate is the window's low
+   * count, and two arrivals a millisecond apart are not 2,000 a second.
+   */
   private arrivalRate(now: number): number {
-    const oldest = this.window.peekOldest();
-    const span = oldest === undefined ? 0 : now - oldest.time;
-    return this.window.size >= 2 && span > 0 ? this.window.size / span : 0;
+    if (this.firstRouted === undefined) return 0;
+    const covered = Math.min(this.options.windowSeconds, now - this.firstRouted);
+    return this.window.size / Math.max(1, covered);
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
@@ -336,6 +358,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       expired: false,
     };
     this.window.push(entry);
+    this.firstRouted ??= time;
     const state = this.stateFor(instance);
     state.windowRequests++;
     const chosen = decision.costs.find((c) => c.instance === instance);
@@ -349,9 +372,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       started: false,
       startedAt: 0,
       out: this.routedOut,
+      context: this.routedContext,
       decodingSince: -1,
     };
     state.queue.add(flight);
+    state.contextSum += flight.context;
     this.flights.set(request.id, flight);
     if (this.options.predictEvictions && !this.reportsEvictions.has(instance))
       this.tree.evictToCapacity(instance);
@@ -373,6 +398,22 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   ): void {
     this.reportsEvictions.add(instance);
     super.instanceEvicted(instance, path, keptTokens, now, evictedAt);
+  }
+
+  /** A moved request (a migration) owes its new instance what it owed the old one. */
+  protected override onMoved(id: string, from: InstanceId, to: InstanceId, _now: number): void {
+    const f = this.flights.get(id);
+    if (f === undefined || f.instance !== from) return;
+    const source = this.stateFor(from);
+    const target = this.stateFor(to);
+    if (source.queue.delete(f)) {
+      target.queue.add(f);
+      source.queuedPrefill = Math.max(0, source.queuedPrefill - f.queuedPrefill);
+      target.queuedPrefill += f.queuedPrefill;
+    } else if (source.decoding.delete(f)) target.decoding.add(f);
+    source.contextSum = source.queue.size + source.decoding.size === 0 ? 0 : source.contextSum - f.context;
+    target.contextSum += f.context;
+    f.instance = to;
   }
 
   override requestStarted(id: string, now: number): void {
@@ -400,9 +441,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const f = this.flights.get(id);
     if (f === undefined) return;
     this.flights.delete(id);
-    const state = this.stateFor(instance);
+    // The flight's own instance: the one it was routed to and counted on.
+    const state = this.stateFor(f.instance);
     if (f.queuedPrefill >= 0) this.prefillDone(f);
     else state.decoding.delete(f);
+    state.contextSum = state.queue.size + state.decoding.size === 0 ? 0 : state.contextSum - f.context;
     const e = f.entry;
     this.tree.releaseInflight(e.leaf, instance);
     if (!e.live) return;
@@ -484,7 +527,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = { queuedPrefill: 0, queue: new Set(), decoding: new Set(), windowRequests: 0 };
+      s = { queuedPrefill: 0, queue: new Set(), decoding: new Set(), contextSum: 0, windowRequests: 0 };
       this.states[instance] = s;
     }
     return s;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { BatchShape } from '../../../../src/core/cost-model/types.ts';
 import type { E2PlusInstanceCost, E2PlusOptions } from '../../../../src/core/policies/e2-plus/options.ts';
 import { E2PlusPolicy } from '../../../../src/core/policies/e2-plus/policy.ts';
 import type { RouteDecision } from '../../../../src/core/types.ts';
@@ -51,7 +52,7 @@ test('every instance is priced with its own miss: the holder wins while its extr
 });
 
 test('fcfs queue order counts the whole queued prefill ahead, and the cheaper miss elsewhere wins', () => {
-  const p = plus(2, { queueOrder: 'fcfs', decodeEnds: false });
+  const p = plus(2, { queueOrder: 'fcfs', decodeEnds: false, laterArrivals: false });
   route(p, seq(100, 0));
   const d = route(p, concat(seq(100, 0), seq(20, 500)));
   // The queued request is ahead: 0.1 s of queue, and r's P = 0.02 delays it once it decodes.
@@ -89,7 +90,7 @@ test('a burst on one prefix spreads once the holder costs more than recomputing 
 
 test('the prefill delays the requests queued ahead of it as it delays those decoding (they decode by then)', () => {
   for (const aheadDecoding of [true, false]) {
-    const p = plus(2, { aheadDecoding, decodeEnds: false });
+    const p = plus(2, { aheadDecoding, decodeEnds: false, laterArrivals: false });
     route(p, seq(100, 0)); // -> 0, queued, nothing cached
     // On 0 the queued request is ahead (as many cached tokens: none): r's P = 0.05 delays it.
     const r = route(p, seq(50, 5000));
@@ -109,12 +110,24 @@ test('arrivals expected while a request waits queue behind it: its prefill delay
     const p = plus(2, { laterArrivals, aheadDecoding: false });
     route(p, seq(100, 0), 0); // -> 0: 0.1 s queued
     route(p, seq(100, 1000), 1); // -> 1 (nothing queued there): 0.1 s queued
-    // The window saw 2 requests in 1 s: 1 a second per instance, so 0.1 s of wait brings 0.1
-    // requests behind r, each delayed by r's P = 0.05.
+    // The window saw 2 requests in the 1 s since the first: 1 a second per instance, so 0.1
+    // requests arrive in the 0.1 s wait and queue behind r, each delayed by r's P = 0.05.
     const r = route(p, seq(50, 5000), 1);
     close(cost(r, 0).queued, 0.1, 'queued ahead');
     close(cost(r, 0).interference, laterArrivals ? 1 * 0.1 * 0.05 : 0, `laterArrivals ${laterArrivals}`);
   }
+  // Two arrivals a millisecond apart are not 2,000 a second: the rate covers at least 1 s.
+  const burst = plus(2, { aheadDecoding: false });
+  route(burst, seq(100, 0), 100);
+  route(burst, seq(100, 1000), 100);
+  close(cost(route(burst, seq(50, 5000), 100.001), 0).interference, 1 * 0.1 * 0.05, 'a burst');
+  // Once a window has passed, its count over its 180 s: after a quiet spell, the few recent ones.
+  const quiet = plus(2, { aheadDecoding: false });
+  route(quiet, seq(100, 0), 0);
+  quiet.tick(1000);
+  route(quiet, seq(100, 1000), 1000); // -> 1 (0 still holds the first: it never finished)
+  const r = route(quiet, seq(50, 5000), 1000);
+  close(cost(r, 1).interference, (1 / 180 / 2) * 0.1 * 0.05, 'after a quiet spell');
 });
 
 test('behind a queue longer than their decodes, most requests decoding or queued ahead have finished', () => {
@@ -124,19 +137,55 @@ test('behind a queue longer than their decodes, most requests decoding or queued
     p.requestFirstToken(a.id, 0.1); // decodes from 0.1, 45 tokens predicted
     route(p, seq(1000, 1000), 0.1); // 1 s of prefill queued
     const r = route(p, seq(50, 5000), 0.1);
-    // Batch 2 with r: 3, a step of 0.003 s, so a decode of 45 x 0.003 = 0.135 s. After the 1 s wait a
-    // has finished, and the queued request, prefilled at a uniform time in the wait, still decodes
-    // with chance 0.135.
+    // The instance's own step (batch 2): 0.002 s, so a decode of 45 x 0.002 = 0.09 s. Of the 1 s wait,
+    // a decodes through 0.09 s (counts 0.09), and the queued request, prefilled at a uniform time in
+    // the wait, still decodes at its end with chance 0.09.
     close(cost(r, 0).queued, 1, 'wait');
-    close(cost(r, 0).interference, (decodeEnds ? 0.135 : 2) * 0.05, `decodeEnds ${decodeEnds}`);
+    close(cost(r, 0).interference, (decodeEnds ? 0.18 : 2) * 0.05, `decodeEnds ${decodeEnds}`);
   }
-  // A request past its predicted decode counts as decoding on (long outputs run long).
+  // A decode with more left than the wait counts whole; one past its prediction is expected to run
+  // as long again as it has (long outputs run long).
   const p = plus(1, { laterArrivals: false, aheadDecoding: false });
   const a = route(p, seq(100, 0), 0);
+  p.requestFirstToken(a.id, 0);
+  route(p, seq(20, 1000), 0); // 0.02 s queued: a's 0.09 s decode outlasts it
+  close(cost(route(p, seq(50, 5000), 0), 0).interference, 1 * 0.05, 'left > wait');
+  const q = plus(1, { laterArrivals: false, aheadDecoding: false });
+  const b = route(q, seq(100, 0), 0);
+  q.requestFirstToken(b.id, 0.1);
+  route(q, seq(1000, 1000), 0.1); // 1 s queued
+  // At 0.6, b has decoded 0.5 s, past its predicted 0.09 s: expected 0.5 s more, half the wait.
+  close(cost(route(q, seq(50, 5000), 0.6), 0).interference, 0.5 * 0.05, 'outrun');
+});
+
+test('whether a request still decodes after the wait does not depend on the prompt being routed', () => {
+  // A step time that grows with context: the decode of those on the instance is paced by their own.
+  const base = simpleCostModel();
+  const costModel = { ...base, iterationTime: (b: BatchShape) => 0.001 * b.newTokens + 1e-6 * b.seqTokens };
+  const delayed = (prompt: number) => {
+    const p = new E2PlusPolicy({ costModel, evictionCost: false, laterArrivals: false });
+    p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+    const a = route(p, seq(100, 0), 0);
+    p.requestFirstToken(a.id, 0.1);
+    route(p, seq(1000, 1000), 0.1);
+    const c = cost(route(p, seq(prompt, 50_000), 0.1), 0);
+    return c.interference / c.prefill;
+  };
+  close(delayed(100), delayed(8000), 'delayed count');
+});
+
+test('a migrated request decodes on, and is released from, its new instance', () => {
+  const p = plus(2, { laterArrivals: false });
+  const a = route(p, seq(100, 0), 0); // -> 0
   p.requestFirstToken(a.id, 0.1);
-  route(p, seq(1000, 1000), 0.1);
-  const r = route(p, seq(50, 5000), 5);
-  close(cost(r, 0).interference, 1 * 0.05, 'outrun: still decoding');
+  p.migrationEnded(a.id, 0, 1, 'done', 0.2);
+  const r = route(p, seq(50, 5000), 0.2);
+  close(cost(r, 0).interference, 0, 'nothing decodes on 0 any more');
+  close(cost(r, 1).interference, 0.05, 'a decodes on 1');
+  p.requestFinished(a.id, 0.3, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 });
+  p.requestFinished(r.id, 0.4, { promptTokens: 50, cachedTokens: 0, outputTokens: 45 });
+  const s = route(p, seq(50, 9000), 100);
+  close(cost(s, 0).interference + cost(s, 1).interference, 0, 'nothing in flight anywhere');
 });
 
 test('invalid queueOrder is refused', () => {
