@@ -61,14 +61,17 @@ interface Content {
   readonly stream: Stream;
   /** The paper evaluated this workload alone (its Figure 3 setup). */
   readonly paperSetup: boolean;
-  /**
-   * Outside issue 11's target (the five workloads, mixed, Azure-timed mixed): a check that e2-plus
-   * generalises, counted on its own.
-   */
-  readonly beyond?: boolean;
   /** The most requests the stream has (a trace's rows): a run never asks for more. */
   readonly maxRequests?: number;
 }
+
+/**
+ * Panels outside issue 11's target (the five workloads, mixed, Azure-timed mixed), by workload name:
+ * checks that e2-plus generalises, counted in a claim of their own. `beyondContents` builds exactly
+ * these (its names are typed by this list).
+ */
+const BEYOND_PANELS = ['sharegpt-like', 'conversation', 'azure-conv', 'azure-code'] as const;
+type BeyondPanel = (typeof BEYOND_PANELS)[number];
 
 /** Notes on the last `cells` call's panels (the Azure trace used, or why its panel was left out), for `discuss`. */
 const skipped: string[] = [];
@@ -109,18 +112,16 @@ function contents(options: ExperimentOptions): Content[] {
  * traces replayed whole (their prompt and output lengths and arrival pattern, re-timed to each rate;
  * no prefix sharing is recorded in them).
  */
-function beyondContents(options: ExperimentOptions): Content[] {
-  const list: Content[] = [
+function beyondContents(options: ExperimentOptions): (Content & { readonly name: BeyondPanel })[] {
+  const list: (Content & { readonly name: BeyondPanel })[] = [
     {
       name: 'sharegpt-like',
       paperSetup: false,
-      beyond: true,
       stream: (requests, rps, seed) => createWorkload('sharegpt-like', { requests, rps, seed }),
     },
     {
       name: 'conversation',
       paperSetup: false,
-      beyond: true,
       stream: (requests, rps, seed, instances) =>
         createWorkload('conversation', { requests, rps, seed, instances }),
     },
@@ -142,7 +143,6 @@ function beyondContents(options: ExperimentOptions): Content[] {
     list.push({
       name,
       paperSetup: false,
-      beyond: true,
       maxRequests: rows,
       stream: (requests, rps, seed) => traceRequests(spec, { seed, requests, rps }),
     });
@@ -203,7 +203,8 @@ export const policies: Experiment = {
         ).rps;
         for (const load of LOADS) {
           const rps = round2(saturation * load.share);
-          // Long enough for E2's window to fill and stay full: the first window is left out as warm-up.
+          // Long enough for E2's window to fill and stay full (the first window is left out as warm-up),
+          // unless a trace runs out of rows first (the report says so).
           const requests = Math.min(
             steadyRequests(options.requests, rps),
             content.maxRequests ?? Number.POSITIVE_INFINITY,
@@ -458,7 +459,6 @@ function compare(results: readonly CellResult[], view: View = 'steady'): Compari
 }
 
 /** Panels outside issue 11's target, by workload name (see `beyondContents`). */
-const BEYOND_PANELS = ['sharegpt-like', 'conversation', 'azure-conv', 'azure-code'] as const;
 
 function isBeyond(panelOrKey: string): boolean {
   const name = panelOrKey.split(',')[0]!;
