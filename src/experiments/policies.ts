@@ -186,7 +186,7 @@ export const policies: Experiment = {
   defaultRequests: 1500,
   showWorkingSet: true,
   title:
-    'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances',
+    'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances; beyond the target, no sharing, multi-turn chat and the Azure traces',
   cells(options: ExperimentOptions): Cell[] {
     skipped.length = 0;
     const costModel = costModelPreset('mistral-7b-a6000');

@@ -264,16 +264,15 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   /**
    * The instance's decoding requests expected still to decode after `wait` seconds (all of them
    * without decodeEnds, step 0): one with `left` seconds of predicted decode counts min(1, left /
-   * wait); one that has outrun its prediction is expected to run as long again as it has (long
-   * outputs run long).
+   * wait); one that has outrun its prediction counts whole (long outputs run long; expecting it to
+   * run as long again as it has was measured worse on Video QA overload, docs/e2.md step 16).
    */
   private decodingAt(state: InstanceState, wait: number, step: number, now: number): number {
     if (step <= 0 || wait <= 0) return state.decoding.size;
     let n = 0;
     for (const f of state.decoding) {
-      const elapsed = now - f.decodingSince;
-      const predicted = f.out * step - elapsed;
-      n += Math.min(1, (predicted > 0 ? predicted : elapsed) / wait);
+      const predicted = f.out * step - (now - f.decodingSince);
+      n += predicted > 0 ? Math.min(1, predicted / wait) : 1;
     }
     return n;
   }
