@@ -80,7 +80,7 @@ export function conversation(options: ConversationOptions): Iterable<WorkloadReq
   checkPositiveInteger('activeSessions', activeSessions);
   const meanTurns = options.meanTurns ?? LMSYS_MEAN_TURNS;
   if (!(meanTurns >= 1) || !Number.isFinite(meanTurns))
-    throw new Error(`meanTurns must be a number >= 1, got ${meanTurns}`);
+    throw new Error(`turns (meanTurns) must be a number >= 1, got ${meanTurns}`);
   const systemPrompts = options.systemPrompts ?? SYSTEM_PROMPTS;
   if (!Number.isInteger(systemPrompts) || systemPrompts < 0)
     throw new Error(`systemPrompts must be a non-negative integer, got ${systemPrompts}`);
@@ -95,7 +95,7 @@ export function conversation(options: ConversationOptions): Iterable<WorkloadReq
   const maxContextTokens = options.maxContextTokens ?? MAX_CONTEXT_TOKENS;
   // The first turn must fit: a system prompt (at most half the context), a user and an answer token.
   if (!Number.isInteger(maxContextTokens) || maxContextTokens < 4)
-    throw new Error(`maxContextTokens must be an integer >= 4, got ${maxContextTokens}`);
+    throw new Error(`maxContext (maxContextTokens) must be an integer >= 4, got ${maxContextTokens}`);
   const resolved: Resolved = { meanTurns, maxContextTokens };
 
   return defineWorkload('conversation', options, (random) => {

@@ -150,12 +150,12 @@ describe('conversation', () => {
   it('rejects bad options with one clear line', () => {
     const bad: [Partial<ConversationOptions>, RegExp][] = [
       [{ activeSessions: 0 }, /activeSessions must be a positive integer, got 0/],
-      [{ meanTurns: 0.5 }, /meanTurns must be a number >= 1, got 0.5/],
+      [{ meanTurns: 0.5 }, /turns \(meanTurns\) must be a number >= 1, got 0.5/],
       [{ systemPrompts: -1 }, /systemPrompts must be a non-negative integer, got -1/],
       [{ systemPromptTokens: 1.5 }, /systemPromptTokens must be a positive integer, got 1.5/],
       [{ popularity: 'flat' as 'zipf' }, /popularity must be 'uniform' or 'zipf', got 'flat'/],
       [{ zipfExponent: 0 }, /zipfExponent must be a positive number, got 0/],
-      [{ maxContextTokens: 3 }, /maxContextTokens must be an integer >= 4, got 3/],
+      [{ maxContextTokens: 3 }, /maxContext \(maxContextTokens\) must be an integer >= 4, got 3/],
       [{ instances: 0 }, /instances must be a positive integer, got 0/],
     ];
     for (const [options, message] of bad) assert.throws(() => run({ requests: 5, ...options }), message);
