@@ -41,6 +41,8 @@ interface Flight {
   queuedPrefill: number;
   /** Prompt tokens predicted cached on its instance at routing (its place in an lpm queue). */
   readonly matched: number;
+  /** Prompt tokens it prefills (its miss). */
+  readonly missed: number;
   /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
   started: boolean;
   /** When it was admitted (its prefill has been running since). */
@@ -64,6 +66,8 @@ interface InstanceState {
   contextSum: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
+  /** Prefill tokens per iteration (the instance's report, else `chunkTokens`). */
+  chunk: number;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -189,23 +193,36 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
     const prefill = model.prefillTime(missed, matched);
-    const withIt = this.stepTime(batch + 1, context);
-    let decode = out * withIt;
-    let interference = 0;
-    const queued = this.queuedAhead(state, matched, now);
-    if (this.options.interference) {
-      const w = this.options.interferenceWeight;
-      decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
-      // and those arriving while r waits queue behind it.
-      // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
-      const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
-      const delayed =
-        this.decodingAt(state, queued, step, now) +
-        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
-        arrivalShare * queued;
-      interference = w * delayed * prefill;
+    let queued = this.queuedAhead(state, matched, now);
+    let own = prefill;
+    if (this.options.prefillBeside) {
+      // Each chunk's iteration also steps the D_i decoding now: the prefills ahead and r's take longer.
+      const extra = this.besideDecodes(state);
+      queued += (this.tokensAhead(state, matched, now) / state.chunk) * extra;
+      own += (missed / state.chunk) * extra;
     }
+    // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
+    const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
+    // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
+    const meets =
+      this.options.interference || this.options.decodeMeets
+        ? this.decodingAt(state, queued, step, now) +
+          (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0)
+        : 0;
+    const w = this.options.interference ? this.options.interferenceWeight : 0;
+    let decode: number;
+    if (this.options.decodeMeets) {
+      // r decodes beside the `meets` requests still decoding then, at their own contexts.
+      const others = this.flightContext(state);
+      const withIt = this.mixedStep(meets, others, context);
+      decode = out * withIt + w * meets * out * Math.max(0, withIt - this.mixedStep(meets, others, -1));
+    } else {
+      const withIt = this.stepTime(batch + 1, context);
+      decode = out * withIt + w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
+    }
+    let interference = 0;
+    // And those arriving while r waits queue behind it.
+    if (this.options.interference) interference = w * (meets + arrivalShare * queued) * prefill;
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
       this.victimPricing.requests = state.windowRequests;
@@ -213,12 +230,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const total = queued + prefill + decode + interference + eviction;
+    const total = queued + own + decode + interference + eviction;
     return {
       instance,
       total,
       queued,
-      prefill,
+      prefill: own,
       decode,
       interference,
       eviction,
@@ -243,6 +260,39 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       ahead += f.started && remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
     }
     return ahead;
+  }
+
+  /** Prompt tokens still to prefill ahead of a request with `matched` cached tokens (as `queuedAhead`). */
+  private tokensAhead(state: InstanceState, matched: number, now: number): number {
+    let tokens = 0;
+    for (const f of state.queue) {
+      if (!this.isAhead(f, matched)) continue;
+      const left =
+        f.started && this.options.remainingPrefill && f.queuedPrefill > 0
+          ? Math.max(0, 1 - (now - f.startedAt) / f.queuedPrefill)
+          : 1;
+      tokens += f.missed * left;
+    }
+    return tokens;
+  }
+
+  /** What the instance's decoding requests add to one prefill chunk's iteration (seconds). */
+  private besideDecodes(state: InstanceState): number {
+    const d = state.decoding.size;
+    if (d === 0) return 0;
+    const chunk = state.chunk;
+    const alone = { requests: 1, newTokens: chunk, seqTokens: chunk, newTimesSeq: chunk * chunk };
+    const seq = d * (this.flightContext(state) + 1);
+    const model = this.options.costModel;
+    return Math.max(
+      0,
+      model.iterationTime({
+        requests: 1 + d,
+        newTokens: chunk + d,
+        seqTokens: chunk + seq,
+        newTimesSeq: chunk * chunk + seq,
+      }) - model.iterationTime(alone),
+    );
   }
 
   /**
@@ -279,8 +329,29 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   /** One decode iteration of the instance's own batch at its requests' mean context. */
   private instanceStep(state: InstanceState, batch: number): number {
+    return this.stepTime(Math.max(1, batch), this.flightContext(state));
+  }
+
+  /** The mean context of the instance's requests in flight (0 when none). */
+  private flightContext(state: InstanceState): number {
     const flights = state.queue.size + state.decoding.size;
-    return this.stepTime(Math.max(1, batch), flights > 0 ? state.contextSum / flights : 0);
+    return flights > 0 ? state.contextSum / flights : 0;
+  }
+
+  /**
+   * One decode iteration of `others` requests (a fractional expected count) at `context` tokens each,
+   * with one more at `own` tokens (none when `own` < 0).
+   */
+  private mixedStep(others: number, context: number, own: number): number {
+    const requests = others + (own >= 0 ? 1 : 0);
+    if (requests <= 0) return 0;
+    const seq = others * (context + 1) + (own >= 0 ? own + 1 : 0);
+    return this.options.costModel.iterationTime({
+      requests,
+      newTokens: requests,
+      seqTokens: seq,
+      newTimesSeq: seq,
+    });
   }
 
   /** Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`). */
@@ -360,14 +431,15 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.firstRouted ??= time;
     const state = this.stateFor(instance);
     state.windowRequests++;
-    const chosen = decision.costs.find((c) => c.instance === instance);
-    const queuedPrefill = chosen?.prefill ?? 0;
+    const missed = request.tokens.length - decision.matchedTokens;
+    const queuedPrefill = this.options.costModel.prefillTime(missed, decision.matchedTokens);
     state.queuedPrefill += queuedPrefill;
     const flight: Flight = {
       instance,
       entry,
       queuedPrefill,
       matched: decision.matchedTokens,
+      missed,
       started: false,
       startedAt: 0,
       out: this.routedOut,
@@ -483,7 +555,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    this.stateFor(instance);
+    const own = info.maxBatchedTokens;
+    if (own !== undefined && own > 0) this.stateFor(instance).chunk = own;
   }
 
   protected get treeCostModel(): CostModel {
@@ -526,7 +599,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = { queuedPrefill: 0, queue: new Set(), decoding: new Set(), contextSum: 0, windowRequests: 0 };
+      s = {
+        queuedPrefill: 0,
+        queue: new Set(),
+        decoding: new Set(),
+        contextSum: 0,
+        windowRequests: 0,
+        chunk: this.options.chunkTokens,
+      };
       this.states[instance] = s;
     }
     return s;
