@@ -13,8 +13,8 @@
  * The probe wraps the policy's `choose` in this script only: the policy itself is unchanged.
  */
 import { costModelPreset } from '../src/core/cost-model/presets.ts';
-import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
 import type { E2PlusInstanceCost } from '../src/core/policies/e2-plus/options.ts';
+import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
 import type { RouteDecision, RouteRequest } from '../src/core/types.ts';
 import { runSimulation } from '../src/sim/run.ts';
 import { workloadStream } from '../src/workloads/request-stream.ts';
@@ -25,7 +25,8 @@ const flag = (name: string, fallback: string): string => {
   return i < 0 ? fallback : args[i + 1]!;
 };
 const [workload, rpsArg] = args;
-if (workload === undefined || rpsArg === undefined) throw new Error('usage: sorting-probe.ts WORKLOAD RPS [...]');
+if (workload === undefined || rpsArg === undefined)
+  throw new Error('usage: sorting-probe.ts WORKLOAD RPS [...]');
 const rps = Number(rpsArg);
 const instances = Number(flag('--instances', '4'));
 const requests = Number(flag('--requests', '6000'));
@@ -92,7 +93,15 @@ console.log(
 for (let b = 0; b + 1 < BINS.length; b++) {
   const bin = measured.filter((p) => p.prompt >= BINS[b]! && p.prompt < BINS[b + 1]!);
   if (bin.length === 0) continue;
-  const d = { q: [] as number[], p: [] as number[], dec: [] as number[], int: [] as number[], ev: [] as number[], n: [] as number[], D: [] as number[] };
+  const d = {
+    q: [] as number[],
+    p: [] as number[],
+    dec: [] as number[],
+    int: [] as number[],
+    ev: [] as number[],
+    n: [] as number[],
+    D: [] as number[],
+  };
   for (const p of bin) {
     let least = 0;
     for (let k = 1; k < p.costs.length; k++) if (p.costs[k]!.queued < p.costs[least]!.queued) least = k;
@@ -114,7 +123,9 @@ for (let b = 0; b + 1 < BINS.length; b++) {
 }
 
 // Per instance over time.
-console.log('per instance every 60 s (decoding / queued requests / Q prefill seconds queued, as priced for a miss):');
+console.log(
+  'per instance every 60 s (decoding / queued requests / Q prefill seconds queued, as priced for a miss):',
+);
 let next = warmup;
 for (const p of measured) {
   if (p.now < next) continue;
@@ -124,7 +135,9 @@ for (const p of measured) {
 }
 
 // Predicted against actual queue wait per instance.
-console.log('per instance: requests, mean prompt, mean Q predicted at routing, mean actual wait (arrival to admission), actual/predicted');
+console.log(
+  'per instance: requests, mean prompt, mean Q predicted at routing, mean actual wait (arrival to admission), actual/predicted',
+);
 for (let i = 0; i < instances; i++) {
   const on = measured.filter((p) => p.chosen === i);
   const pred = on.map((p) => p.costs.find((c) => c.instance === i)!.queued);

@@ -63,6 +63,12 @@ export interface E2PlusOptions {
    * instance's decoding requests, so it takes longer where more decode (sorting study, step 17).
    */
   readonly prefillBeside: boolean;
+  /**
+   * The request's own decode runs beside the prefills of those queued behind it (the arrivals while it
+   * waits, as `laterArrivals` counts them, at the window's mean miss): each of its decode steps that
+   * shares an iteration with one of their chunks takes that chunk's time longer (sorting study, step 17).
+   */
+  readonly decodeBeside: boolean;
   /** Prefill tokens per iteration where the instance reports none (the engine's default chunk budget). */
   readonly chunkTokens: number;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
@@ -99,6 +105,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   decodeEnds: true,
   decodeMeets: false,
   prefillBeside: false,
+  decodeBeside: false,
   chunkTokens: 512,
   memoryTieBreak: true,
   evictionCost: true,

@@ -26,6 +26,8 @@ interface WindowEntry {
   readonly instance: InstanceId;
   readonly leaf: ClusterNode | null;
   readonly promptTokens: number;
+  /** Prompt tokens it prefilled where it was routed. */
+  readonly missed: number;
   /** Output tokens once finished; -1 before. */
   outputTokens: number;
   live: boolean;
@@ -106,6 +108,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   /** Output sums per key portion (perPrefixOutput). */
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
+  /** Sum of the window's entries' `missed` (the mean miss of the arrivals, `decodeBeside`). */
+  private windowMissed = 0;
   private routingMatch: ClusterMatch | null = null;
   /** The output length and context `choose` predicted for the request being routed (kept on its flight). */
   private routedOut = 0;
@@ -159,7 +163,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.routedOut = out;
     this.routedContext = context;
     const costs: E2PlusInstanceCost[] = [];
-    const arrivalShare = this.options.laterArrivals ? this.arrivalRate(now) / active.length : 0;
+    const rate = this.options.laterArrivals || this.options.decodeBeside ? this.arrivalRate(now) : 0;
+    const arrivalShare = rate / active.length;
     let best = -1;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestMatched = 0;
@@ -222,7 +227,18 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     }
     let interference = 0;
     // And those arriving while r waits queue behind it.
-    if (this.options.interference) interference = w * (meets + arrivalShare * queued) * prefill;
+    const behind = arrivalShare * queued;
+    if (this.options.interference)
+      interference = w * (meets + (this.options.laterArrivals ? behind : 0)) * prefill;
+    if (this.options.decodeBeside && behind > 0 && this.window.size > 0) {
+      // Those queued behind r are prefilled while r decodes: min(out, their chunks) of r's steps
+      // each carry a chunk, and take what the chunk adds to an iteration of the decodes there.
+      const chunks = (behind * this.windowMissed) / this.window.size / state.chunk;
+      const others = this.flightContext(state);
+      const chunkCost =
+        this.chunkBeside(state.chunk, meets + 1, others) - this.mixedStep(meets + 1, others, -1);
+      decode += Math.min(out, chunks) * Math.max(0, chunkCost);
+    }
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
       this.victimPricing.requests = state.windowRequests;
@@ -280,19 +296,19 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private besideDecodes(state: InstanceState): number {
     const d = state.decoding.size;
     if (d === 0) return 0;
-    const chunk = state.chunk;
-    const alone = { requests: 1, newTokens: chunk, seqTokens: chunk, newTimesSeq: chunk * chunk };
-    const seq = d * (this.flightContext(state) + 1);
-    const model = this.options.costModel;
-    return Math.max(
-      0,
-      model.iterationTime({
-        requests: 1 + d,
-        newTokens: chunk + d,
-        seqTokens: chunk + seq,
-        newTimesSeq: chunk * chunk + seq,
-      }) - model.iterationTime(alone),
-    );
+    const context = this.flightContext(state);
+    return Math.max(0, this.chunkBeside(state.chunk, d, context) - this.chunkBeside(state.chunk, 0, context));
+  }
+
+  /** One iteration of a `chunk`-token prefill chunk beside `decodes` decoding requests at `context` tokens. */
+  private chunkBeside(chunk: number, decodes: number, context: number): number {
+    const seq = decodes * (context + 1);
+    return this.options.costModel.iterationTime({
+      requests: 1 + decodes,
+      newTokens: chunk + decodes,
+      seqTokens: chunk + seq,
+      newTimesSeq: chunk * chunk + seq,
+    });
   }
 
   /**
@@ -423,11 +439,13 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       instance,
       leaf,
       promptTokens: request.tokens.length,
+      missed: request.tokens.length - decision.matchedTokens,
       outputTokens: -1,
       live: true,
       expired: false,
     };
     this.window.push(entry);
+    this.windowMissed += entry.missed;
     this.firstRouted ??= time;
     const state = this.stateFor(instance);
     state.windowRequests++;
@@ -586,6 +604,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private expireWindow(now: number): void {
     this.lastExpiry = now;
     this.window.expire(now, (e) => {
+      this.windowMissed -= e.missed;
       if (!e.live) {
         e.expired = true;
         return;
