@@ -12,27 +12,13 @@
  *
  * The probe wraps the policy's `choose` in this script only: the policy itself is unchanged.
  */
-import { costModelPreset } from '../src/core/cost-model/presets.ts';
 import type { E2PlusInstanceCost } from '../src/core/policies/e2-plus/options.ts';
 import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
 import type { RouteDecision, RouteRequest } from '../src/core/types.ts';
-import { runSimulation } from '../src/sim/run.ts';
-import { workloadStream } from '../src/workloads/request-stream.ts';
+import { cellArgs, runCell } from './cell-args.ts';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: string): string => {
-  const i = args.indexOf(name);
-  return i < 0 ? fallback : args[i + 1]!;
-};
-const [workload, rpsArg] = args;
-if (workload === undefined || rpsArg === undefined)
-  throw new Error('usage: sorting-probe.ts WORKLOAD RPS [...]');
-const rps = Number(rpsArg);
-const instances = Number(flag('--instances', '4'));
-const requests = Number(flag('--requests', '6000'));
-const warmup = Number(flag('--warmup', '60'));
-const seed = Number(flag('--seed', '0'));
-const options = JSON.parse(flag('--options', '{}')) as Record<string, unknown>;
+const cell = cellArgs('sorting-probe.ts');
+const { workload, rps, instances, warmup, seed, options } = cell;
 
 interface Probe {
   readonly id: string;
@@ -65,18 +51,7 @@ proto.choose = function (this: unknown, r: RouteRequest, now: number, active: re
   return d;
 };
 
-const stream = workloadStream(workload, { requests, rps, seed, instances });
-const { report, result } = runSimulation({
-  policy: 'e2-plus',
-  workload,
-  instances,
-  rps,
-  costModel: costModelPreset('mistral-7b-a6000'),
-  seed,
-  requests: stream,
-  warmupSeconds: warmup,
-  policyOptions: options,
-});
+const { report, result } = runCell(cell, 'e2-plus');
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const f = (x: number, d = 2) => x.toFixed(d);
 console.log(
