@@ -11,26 +11,11 @@
  *
  * WORKLOAD is any `preble sim --workload` value (a generator, azure:FILE, mooncake:FILE).
  */
-import { costModelPreset } from '../src/core/cost-model/presets.ts';
 import type { SimRecord } from '../src/sim/record.ts';
-import { runSimulation } from '../src/sim/run.ts';
-import { workloadStream } from '../src/workloads/request-stream.ts';
+import { cellArgs, runCell } from './cell-args.ts';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: string): string => {
-  const i = args.indexOf(name);
-  return i < 0 ? fallback : args[i + 1]!;
-};
-const [workload, rpsArg] = args;
-if (workload === undefined || rpsArg === undefined)
-  throw new Error('usage: queue-by-prompt.ts WORKLOAD RPS [...]');
-const rps = Number(rpsArg);
-const instances = Number(flag('--instances', '4'));
-const requests = Number(flag('--requests', '6000'));
-const warmup = Number(flag('--warmup', '60'));
-const seed = Number(flag('--seed', '0'));
-const e2PlusOptions = JSON.parse(flag('--options', '{}')) as Record<string, unknown>;
-const stream = workloadStream(workload, { requests, rps, seed, instances });
+const cell = cellArgs('queue-by-prompt.ts');
+const { workload, rps, instances, requests, warmup, seed, flag } = cell;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * xs.length)] ?? 0;
 const queued = (r: SimRecord) => r.start - r.arrival;
@@ -41,17 +26,7 @@ console.log(
   `${workload} x${instances} @ ${rps} rps, seed ${seed}, ${requests} requests, warm-up ${warmup} s`,
 );
 for (const policy of flag('--policies', 'e2-plus,kv-cost').split(',')) {
-  const { report, result } = runSimulation({
-    policy,
-    workload,
-    instances,
-    rps,
-    costModel: costModelPreset('mistral-7b-a6000'),
-    seed,
-    requests: stream,
-    warmupSeconds: warmup,
-    ...(policy === 'e2-plus' ? { policyOptions: e2PlusOptions } : {}),
-  });
+  const { report, result } = runCell(cell, policy);
   const recs = result.records.filter((r) => r.finish >= 0 && r.arrival >= warmup);
   const tail = p99(recs.map(latency));
   const perInstance = Array.from({ length: instances }, (_, i) => {

@@ -1,0 +1,55 @@
+import { costModelPreset } from '../src/core/cost-model/presets.ts';
+import { runSimulation } from '../src/sim/run.ts';
+import { workloadStream } from '../src/workloads/request-stream.ts';
+
+/**
+ * The command line of the one-cell study scripts (queue-by-prompt.ts, sorting-probe.ts):
+ * WORKLOAD RPS [--instances N] [--requests N] [--warmup SECONDS] [--seed S] [--options JSON], and
+ * `flag` for a script's own flags.
+ */
+export interface CellArgs {
+  readonly workload: string;
+  readonly rps: number;
+  readonly instances: number;
+  readonly requests: number;
+  readonly warmup: number;
+  readonly seed: number;
+  /** e2-plus options over its defaults. */
+  readonly options: Record<string, unknown>;
+  readonly flag: (name: string, fallback: string) => string;
+}
+
+export function cellArgs(script: string, args = process.argv.slice(2)): CellArgs {
+  const flag = (name: string, fallback: string): string => {
+    const i = args.indexOf(name);
+    return i < 0 ? fallback : args[i + 1]!;
+  };
+  const [workload, rpsArg] = args;
+  if (workload === undefined || rpsArg === undefined) throw new Error(`usage: ${script} WORKLOAD RPS [...]`);
+  return {
+    workload,
+    rps: Number(rpsArg),
+    instances: Number(flag('--instances', '4')),
+    requests: Number(flag('--requests', '6000')),
+    warmup: Number(flag('--warmup', '60')),
+    seed: Number(flag('--seed', '0')),
+    options: JSON.parse(flag('--options', '{}')) as Record<string, unknown>,
+    flag,
+  };
+}
+
+/** One policy on the cell (Mistral-7B on A6000); e2-plus takes the cell's options. */
+export function runCell(cell: CellArgs, policy: string): ReturnType<typeof runSimulation> {
+  const { workload, rps, instances, requests, seed } = cell;
+  return runSimulation({
+    policy,
+    workload,
+    instances,
+    rps,
+    costModel: costModelPreset('mistral-7b-a6000'),
+    seed,
+    requests: workloadStream(workload, { requests, rps, seed, instances }),
+    warmupSeconds: cell.warmup,
+    ...(policy === 'e2-plus' ? { policyOptions: cell.options } : {}),
+  });
+}
