@@ -50,27 +50,6 @@ export interface E2PlusOptions {
    * queue longer than their decodes, most will have finished.
    */
   readonly decodeEnds: boolean;
-  /**
-   * Price the request's own decode, and what it adds to the others' decodes, at the batch it will meet:
-   * the requests expected still decoding when its prefill runs (the D_i and A_i the prefill interference
-   * counts), each at the instance's mean context, rather than every request in flight there (queued ones
-   * included) at the request's own context (sorting study, docs/e2.md step 17).
-   */
-  readonly decodeMeets: boolean;
-  /**
-   * Price every prefill (those queued ahead and the request's own) with the decodes that share its
-   * iterations: a prefill runs in chunks of the budget, and each chunk's iteration also steps the
-   * instance's decoding requests, so it takes longer where more decode (sorting study, step 17).
-   */
-  readonly prefillBeside: boolean;
-  /**
-   * The request's own decode runs beside the prefills of those queued behind it (the arrivals while it
-   * waits, as `laterArrivals` counts them, at the window's mean miss): each of its decode steps that
-   * shares an iteration with one of their chunks takes that chunk's time longer (sorting study, step 17).
-   */
-  readonly decodeBeside: boolean;
-  /** Prefill tokens per iteration where the instance reports none (the engine's default chunk budget). */
-  readonly chunkTokens: number;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -103,10 +82,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,
-  decodeMeets: false,
-  prefillBeside: false,
-  decodeBeside: false,
-  chunkTokens: 512,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

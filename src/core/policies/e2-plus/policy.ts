@@ -26,8 +26,6 @@ interface WindowEntry {
   readonly instance: InstanceId;
   readonly leaf: ClusterNode | null;
   readonly promptTokens: number;
-  /** Prompt tokens it prefilled where it was routed. */
-  readonly missed: number;
   /** Output tokens once finished; -1 before. */
   outputTokens: number;
   live: boolean;
@@ -43,8 +41,6 @@ interface Flight {
   queuedPrefill: number;
   /** Prompt tokens predicted cached on its instance at routing (its place in an lpm queue). */
   readonly matched: number;
-  /** Prompt tokens it prefills (its miss). */
-  readonly missed: number;
   /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
   started: boolean;
   /** When it was admitted (its prefill has been running since). */
@@ -68,8 +64,6 @@ interface InstanceState {
   contextSum: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
-  /** Prefill tokens per iteration (the instance's report, else `chunkTokens`). */
-  chunk: number;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -108,8 +102,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   /** Output sums per key portion (perPrefixOutput). */
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
-  /** Sum of the window's entries' `missed` (the mean miss of the arrivals, `decodeBeside`). */
-  private windowMissed = 0;
   private routingMatch: ClusterMatch | null = null;
   /** The output length and context `choose` predicted for the request being routed (kept on its flight). */
   private routedOut = 0;
@@ -163,8 +155,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.routedOut = out;
     this.routedContext = context;
     const costs: E2PlusInstanceCost[] = [];
-    const rate = this.options.laterArrivals || this.options.decodeBeside ? this.arrivalRate(now) : 0;
-    const arrivalShare = rate / active.length;
+    const arrivalShare = this.options.laterArrivals ? this.arrivalRate(now) / active.length : 0;
     let best = -1;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestMatched = 0;
@@ -198,46 +189,22 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
     const prefill = model.prefillTime(missed, matched);
-    let queued = this.queuedAhead(state, matched, now);
-    let own = prefill;
-    if (this.options.prefillBeside) {
-      // Each chunk's iteration also steps the D_i decoding now: the prefills ahead and r's take longer.
-      const extra = this.besideDecodes(state);
-      queued += (this.tokensAhead(state, matched, now) / state.chunk) * extra;
-      own += (missed / state.chunk) * extra;
-    }
-    // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
-    const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
-    // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
-    const meets =
-      this.options.interference || this.options.decodeMeets
-        ? this.decodingAt(state, queued, step, now) +
-          (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0)
-        : 0;
-    const w = this.options.interference ? this.options.interferenceWeight : 0;
-    let decode: number;
-    if (this.options.decodeMeets) {
-      // r decodes beside the `meets` requests still decoding then, at their own contexts.
-      const others = this.flightContext(state);
-      const withIt = this.mixedStep(meets, others, context);
-      decode = out * withIt + w * meets * out * Math.max(0, withIt - this.mixedStep(meets, others, -1));
-    } else {
-      const withIt = this.stepTime(batch + 1, context);
-      decode = out * withIt + w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-    }
+    const withIt = this.stepTime(batch + 1, context);
+    let decode = out * withIt;
     let interference = 0;
-    // And those arriving while r waits queue behind it.
-    const behind = arrivalShare * queued;
-    if (this.options.interference)
-      interference = w * (meets + (this.options.laterArrivals ? behind : 0)) * prefill;
-    if (this.options.decodeBeside && behind > 0 && this.window.size > 0) {
-      // Those queued behind r are prefilled while r decodes: min(out, their chunks) of r's steps
-      // each carry a chunk, and take what the chunk adds to an iteration of the decodes there.
-      const chunks = (behind * this.windowMissed) / this.window.size / state.chunk;
-      const others = this.flightContext(state);
-      const chunkCost =
-        this.chunkBeside(state.chunk, meets + 1, others) - this.mixedStep(meets + 1, others, -1);
-      decode += Math.min(out, chunks) * Math.max(0, chunkCost);
+    const queued = this.queuedAhead(state, matched, now);
+    if (this.options.interference) {
+      const w = this.options.interferenceWeight;
+      decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
+      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
+      // and those arriving while r waits queue behind it.
+      // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
+      const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
+      const delayed =
+        this.decodingAt(state, queued, step, now) +
+        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
+        arrivalShare * queued;
+      interference = w * delayed * prefill;
     }
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
@@ -246,12 +213,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const total = queued + own + decode + interference + eviction;
+    const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
       total,
       queued,
-      prefill: own,
+      prefill,
       decode,
       interference,
       eviction,
@@ -276,39 +243,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       ahead += f.started && remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
     }
     return ahead;
-  }
-
-  /** Prompt tokens still to prefill ahead of a request with `matched` cached tokens (as `queuedAhead`). */
-  private tokensAhead(state: InstanceState, matched: number, now: number): number {
-    let tokens = 0;
-    for (const f of state.queue) {
-      if (!this.isAhead(f, matched)) continue;
-      const left =
-        f.started && this.options.remainingPrefill && f.queuedPrefill > 0
-          ? Math.max(0, 1 - (now - f.startedAt) / f.queuedPrefill)
-          : 1;
-      tokens += f.missed * left;
-    }
-    return tokens;
-  }
-
-  /** What the instance's decoding requests add to one prefill chunk's iteration (seconds). */
-  private besideDecodes(state: InstanceState): number {
-    const d = state.decoding.size;
-    if (d === 0) return 0;
-    const context = this.flightContext(state);
-    return Math.max(0, this.chunkBeside(state.chunk, d, context) - this.chunkBeside(state.chunk, 0, context));
-  }
-
-  /** One iteration of a `chunk`-token prefill chunk beside `decodes` decoding requests at `context` tokens. */
-  private chunkBeside(chunk: number, decodes: number, context: number): number {
-    const seq = decodes * (context + 1);
-    return this.options.costModel.iterationTime({
-      requests: 1 + decodes,
-      newTokens: chunk + decodes,
-      seqTokens: chunk + seq,
-      newTimesSeq: chunk * chunk + seq,
-    });
   }
 
   /**
@@ -345,29 +279,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   /** One decode iteration of the instance's own batch at its requests' mean context. */
   private instanceStep(state: InstanceState, batch: number): number {
-    return this.stepTime(Math.max(1, batch), this.flightContext(state));
-  }
-
-  /** The mean context of the instance's requests in flight (0 when none). */
-  private flightContext(state: InstanceState): number {
     const flights = state.queue.size + state.decoding.size;
-    return flights > 0 ? state.contextSum / flights : 0;
-  }
-
-  /**
-   * One decode iteration of `others` requests (a fractional expected count) at `context` tokens each,
-   * with one more at `own` tokens (none when `own` < 0).
-   */
-  private mixedStep(others: number, context: number, own: number): number {
-    const requests = others + (own >= 0 ? 1 : 0);
-    if (requests <= 0) return 0;
-    const seq = others * (context + 1) + (own >= 0 ? own + 1 : 0);
-    return this.options.costModel.iterationTime({
-      requests,
-      newTokens: requests,
-      seqTokens: seq,
-      newTimesSeq: seq,
-    });
+    return this.stepTime(Math.max(1, batch), flights > 0 ? state.contextSum / flights : 0);
   }
 
   /** Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`). */
@@ -439,25 +352,22 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       instance,
       leaf,
       promptTokens: request.tokens.length,
-      missed: request.tokens.length - decision.matchedTokens,
       outputTokens: -1,
       live: true,
       expired: false,
     };
     this.window.push(entry);
-    this.windowMissed += entry.missed;
     this.firstRouted ??= time;
     const state = this.stateFor(instance);
     state.windowRequests++;
-    const missed = request.tokens.length - decision.matchedTokens;
-    const queuedPrefill = this.options.costModel.prefillTime(missed, decision.matchedTokens);
+    const chosen = decision.costs.find((c) => c.instance === instance);
+    const queuedPrefill = chosen?.prefill ?? 0;
     state.queuedPrefill += queuedPrefill;
     const flight: Flight = {
       instance,
       entry,
       queuedPrefill,
       matched: decision.matchedTokens,
-      missed,
       started: false,
       startedAt: 0,
       out: this.routedOut,
@@ -573,8 +483,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    const own = info.maxBatchedTokens;
-    if (own !== undefined && own > 0) this.stateFor(instance).chunk = own;
+    this.stateFor(instance);
   }
 
   protected get treeCostModel(): CostModel {
@@ -604,7 +513,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private expireWindow(now: number): void {
     this.lastExpiry = now;
     this.window.expire(now, (e) => {
-      this.windowMissed -= e.missed;
       if (!e.live) {
         e.expired = true;
         return;
@@ -618,14 +526,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = {
-        queuedPrefill: 0,
-        queue: new Set(),
-        decoding: new Set(),
-        contextSum: 0,
-        windowRequests: 0,
-        chunk: this.options.chunkTokens,
-      };
+      s = { queuedPrefill: 0, queue: new Set(), decoding: new Set(), contextSum: 0, windowRequests: 0 };
       this.states[instance] = s;
     }
     return s;
