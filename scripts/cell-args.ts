@@ -38,6 +38,13 @@ export function cellArgs(script: string, args = process.argv.slice(2)): CellArgs
   };
 }
 
+/** Prompt-length bins (tokens) the study scripts report by. */
+export const PROMPT_BINS = [0, 500, 1000, 2000, 4000, 8000, Number.POSITIVE_INFINITY] as const;
+
+export function mean(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+}
+
 /** One policy on the cell (Mistral-7B on A6000); e2-plus takes the cell's options. */
 export function runCell(cell: CellArgs, policy: string): ReturnType<typeof runSimulation> {
   const { workload, rps, instances, requests, seed } = cell;

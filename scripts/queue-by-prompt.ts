@@ -11,16 +11,15 @@
  *
  * WORKLOAD is any `preble sim --workload` value (a generator, azure:FILE, mooncake:FILE).
  */
+import { percentiles } from '../src/report/stats.ts';
 import type { SimRecord } from '../src/sim/record.ts';
-import { cellArgs, runCell } from './cell-args.ts';
+import { PROMPT_BINS as BINS, cellArgs, mean, runCell } from './cell-args.ts';
 
 const cell = cellArgs('queue-by-prompt.ts');
 const { workload, rps, instances, requests, warmup, seed, flag } = cell;
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * xs.length)] ?? 0;
+const p99 = (xs: number[]) => percentiles(xs).p99;
 const queued = (r: SimRecord) => r.start - r.arrival;
 const latency = (r: SimRecord) => r.finish - r.arrival;
-const BINS = [0, 500, 1000, 2000, 4000, 8000, Number.POSITIVE_INFINITY];
 
 console.log(
   `${workload} x${instances} @ ${rps} rps, seed ${seed}, ${requests} requests, warm-up ${warmup} s`,

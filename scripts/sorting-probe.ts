@@ -15,7 +15,7 @@
 import type { E2PlusInstanceCost } from '../src/core/policies/e2-plus/options.ts';
 import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
 import type { RouteDecision, RouteRequest } from '../src/core/types.ts';
-import { cellArgs, runCell } from './cell-args.ts';
+import { PROMPT_BINS as BINS, cellArgs, mean, runCell } from './cell-args.ts';
 
 const cell = cellArgs('sorting-probe.ts');
 const { workload, rps, instances, warmup, seed, options } = cell;
@@ -52,7 +52,6 @@ proto.choose = function (this: unknown, r: RouteRequest, now: number, active: re
 };
 
 const { report, result } = runCell(cell, 'e2-plus');
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const f = (x: number, d = 2) => x.toFixed(d);
 console.log(
   `${workload} x${instances} @ ${rps}, seed ${seed}, options ${JSON.stringify(options)}: mean ${f(report.latency.mean)} p99 ${f(report.latency.p99)}`,
@@ -61,7 +60,6 @@ const byId = new Map(result.records.map((r) => [r.id, r]));
 const measured = probes.filter((p) => p.now >= warmup);
 
 // Which term pays for the longer queue: chosen instance against the one with the least Q.
-const BINS = [0, 500, 1000, 2000, 4000, 8000, Number.POSITIVE_INFINITY];
 console.log(
   'prompt bin: decisions, chose not-least-Q %, then over those: mean delta (chosen - least-Q) of Q / P / decode / interference / eviction (s), delayed count delta, decoding count delta',
 );

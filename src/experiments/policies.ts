@@ -136,7 +136,8 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
       continue;
     }
     const spec = { kind: 'azure', path } as const;
-    const rows = [...traceRequests(spec, { seed: 0 })].length;
+    // Its row count from the arrivals alone (no prompt tokens drawn).
+    const rows = traceArrivals(spec).length;
     skipped.push(
       `${name}: every row of '${path}' (${rows} requests, the Azure LLM inference trace 2023) in order, re-timed to each rate; a run that would need more requests has only these`,
     );
@@ -458,11 +459,14 @@ function compare(results: readonly CellResult[], view: View = 'steady'): Compari
   return out;
 }
 
-/** Panels outside issue 11's target, by workload name (see `beyondContents`). */
+/** The workload a panel (or a comparison's key) runs: its name before the first comma. */
+function panelWorkload(panelOrKey: string): string {
+  return panelOrKey.split(',')[0]!;
+}
 
+/** A panel outside issue 11's target (`BEYOND_PANELS`). */
 function isBeyond(panelOrKey: string): boolean {
-  const name = panelOrKey.split(',')[0]!;
-  return (BEYOND_PANELS as readonly string[]).includes(name);
+  return (BEYOND_PANELS as readonly string[]).includes(panelWorkload(panelOrKey));
 }
 
 /** One row per anchor: cells won / even / lost, by mean and by p99, and over the whole run. */
@@ -500,8 +504,7 @@ function loadOf(results: readonly CellResult[], r: CellResult): string {
 }
 
 function paperPanel(panel: string): boolean {
-  const name = panel.split(',')[0]!;
-  return (baseWorkloadNames as readonly string[]).includes(name);
+  return (baseWorkloadNames as readonly string[]).includes(panelWorkload(panel));
 }
 
 /** Max over mean requests per instance. */

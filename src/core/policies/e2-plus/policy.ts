@@ -410,7 +410,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       source.queuedPrefill = Math.max(0, source.queuedPrefill - f.queuedPrefill);
       target.queuedPrefill += f.queuedPrefill;
     } else if (source.decoding.delete(f)) target.decoding.add(f);
-    source.contextSum = source.queue.size + source.decoding.size === 0 ? 0 : source.contextSum - f.context;
+    dropContext(source, f);
     target.contextSum += f.context;
     f.instance = to;
   }
@@ -444,7 +444,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(f.instance);
     if (f.queuedPrefill >= 0) this.prefillDone(f);
     else state.decoding.delete(f);
-    state.contextSum = state.queue.size + state.decoding.size === 0 ? 0 : state.contextSum - f.context;
+    dropContext(state, f);
     const e = f.entry;
     this.tree.releaseInflight(e.leaf, instance);
     if (!e.live) return;
@@ -531,4 +531,9 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     }
     return s;
   }
+}
+
+/** Take a flight that left the instance's queue or decoding set out of its context sum (exactly 0 once empty). */
+function dropContext(state: InstanceState, f: Flight): void {
+  state.contextSum = state.queue.size + state.decoding.size === 0 ? 0 : state.contextSum - f.context;
 }
