@@ -8,6 +8,7 @@
  *     [--rps R] [--requests N] [--policies a,b] [--options JSON] [--warmup SECONDS] [--tail]
  *     [--e2e] [--model PRESET] [--ahead]
  *
+ * WORKLOAD: any `preble sim --workload` value (a generator, azure:FILE, mooncake:FILE).
  * Without --rps the cell's rate is the grid's (round robin's saturation sweep, src/experiments/policies.ts).
  * --options: e2-plus options for a variant (run as series 'e2-plus*').
  * --e2e: a preble-e2e cell instead (working set scaled with the cluster, 3000 requests by default, its
@@ -27,7 +28,7 @@ import { warmupSeconds } from '../src/experiments/warmup.ts';
 import type { SimRecord } from '../src/sim/record.ts';
 import { runSimulation } from '../src/sim/run.ts';
 import { mixed } from '../src/workloads/mixed.ts';
-import { createWorkload } from '../src/workloads/registry.ts';
+import { workloadStream } from '../src/workloads/request-stream.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -46,7 +47,7 @@ if (load === undefined) throw new Error('--load must be light, medium or heavy')
 const stream = (n: number, rps: number, s: number) =>
   workload === 'mixed'
     ? mixed({ requests: n, rps, seed: s })
-    : createWorkload(workload, { requests: n, rps, seed: s, ...(e2e ? { instances } : {}) });
+    : workloadStream(workload, { requests: n, rps, seed: s, ...(e2e ? { instances } : {}) })();
 const costModel = costModelPreset(flag('--model') ?? 'mistral-7b-a6000');
 const rps =
   flag('--rps') !== undefined
