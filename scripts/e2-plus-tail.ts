@@ -46,8 +46,8 @@ const load = LOADS.find((l) => l.name === (flag('--load') ?? 'heavy'));
 if (load === undefined) throw new Error('--load must be light, medium or heavy');
 const stream = (n: number, rps: number, s: number) =>
   workload === 'mixed'
-    ? mixed({ requests: n, rps, seed: s })
-    : workloadStream(workload, { requests: n, rps, seed: s, ...(e2e ? { instances } : {}) })();
+    ? mixed({ requests: n, rps, seed: s, instances })
+    : workloadStream(workload, { requests: n, rps, seed: s, instances })();
 const costModel = costModelPreset(flag('--model') ?? 'mistral-7b-a6000');
 const rps =
   flag('--rps') !== undefined

@@ -2,7 +2,7 @@ import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
 import { createFastServePolicy, type FastServeOptions, fastServeDefaults } from './fastserve.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
-import { createLpmPolicy } from './lpm.ts';
+import { createLpmPolicy, type LpmOptions, lpmDefaults } from './lpm.ts';
 import { createLtrPolicy, type LtrOptions, ltrDefaults } from './ltr.ts';
 import { createNoPreemptPolicy, type NoPreemptOptions, noPreemptDefaults } from './no-preempt.ts';
 import { createPiaPolicy, type PiaOptions, piaDefaults } from './pia.ts';
@@ -26,7 +26,8 @@ import { createTrailPolicy, type TrailOptions, trailDefaults } from './trail.ts'
 import type { QueuePolicy } from './types.ts';
 
 /** Options of every queue policy in one object; each policy reads only its own. */
-export type QueuePolicyOptions = PriorityGroupsOptions &
+export type QueuePolicyOptions = LpmOptions &
+  PriorityGroupsOptions &
   LarryOptions &
   NoPreemptOptions &
   SplitwiseMixedOptions &
@@ -56,8 +57,9 @@ const QUEUE_POLICIES = {
     create: createFcfsPolicy,
   }),
   lpm: entry({
-    summary: "longest cached prefix first (SGLang's default)",
-    defaults: {},
+    summary:
+      "longest cached prefix first (SGLang's default); a queue longer than fcfsAbove is served unsorted, as SGLang does above 128",
+    defaults: lpmDefaults,
     create: createLpmPolicy,
   }),
   'priority-groups': entry({

@@ -12,14 +12,15 @@ import {
 import type { QueueContext, QueuedRequest, QueuePolicy } from '../../../src/core/replica-queue/types.ts';
 import { ctxArb, ids, queueArb } from './helpers.ts';
 
-/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation, pia's batch), so it is not checked for purity. */
+/** `stateful`: the answer also depends on earlier calls (priority-groups' rotation, pia's batch, lpm's kept order), so it is not checked for purity. */
 const variants: { name: string; options: QueuePolicyOptions; stateful?: boolean }[] = [
-  // pia and tetriinfer's prefill scheduler remember state between calls.
+  // pia, tetriinfer's prefill scheduler and lpm (the order its last sort left) remember state between calls.
   ...queuePolicyNames.map((name) => ({
     name,
     options: {},
-    ...(name === 'pia' || name === 'tetriinfer' ? { stateful: true } : {}),
+    ...(name === 'pia' || name === 'tetriinfer' || name === 'lpm' ? { stateful: true } : {}),
   })),
+  { name: 'lpm', options: { fcfsAbove: 5 }, stateful: true },
   { name: 'trail', options: { preemptWithin: 8 } },
   { name: 'pia', options: { batchSize: 3 }, stateful: true },
   { name: 'priority-groups', options: { groups: 3 } },
@@ -111,9 +112,10 @@ describe('orders, against a plain sort and the plain admission rules', () => {
   });
 
   it('lpm admits a prefix of the queue sorted by cached tokens', () => {
-    const lpm = createQueuePolicy('lpm');
     fc.assert(
       fc.property(queueArb(), ctxArb, (waiting, context) => {
+        // A fresh queue of at most 128 (SGLang sorts those); ties in queue order.
+        const lpm = createQueuePolicy('lpm');
         const cached = (r: QueuedRequest) => r.promptTokens - uncachedTokens(r);
         const order = [...waiting].sort((a, b) => cached(b) - cached(a));
         assert.deepEqual(ids(lpm.select(waiting, context)), referenceAdmit(order, context));

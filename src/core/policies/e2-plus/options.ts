@@ -23,7 +23,8 @@ export interface E2PlusOptions {
   readonly windowSeconds: number;
   /**
    * The engines' queue order, for the prefill queued *ahead* of a request: 'lpm' (SGLang's default and
-   * the simulator's): only queued requests with at least as many cached tokens go first; 'fcfs': all.
+   * the simulator's): only queued requests with at least as many cached tokens go first, while at most
+   * SGLang's 128 wait on the instance (a longer queue is not sorted); 'fcfs': all.
    */
   readonly queueOrder: 'lpm' | 'fcfs';
   /** Requests the engine admitted and is prefilling count as ahead whatever their cached share (running prefills take the chunk budget first). */

@@ -1,5 +1,6 @@
 import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
+import { LPM_FCFS_ABOVE } from '../../replica-queue/lpm.ts';
 import type {
   FinishCounts,
   InstanceId,
@@ -235,10 +236,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private queuedAhead(state: InstanceState, matched: number, now: number): number {
     if (state.queue.size === 0) return 0;
     const remaining = this.options.remainingPrefill;
-    if (this.options.queueOrder === 'fcfs' && !remaining) return state.queuedPrefill;
+    const sorted = this.sortsQueue(state);
+    if (!sorted && !remaining) return state.queuedPrefill;
     let ahead = 0;
     for (const f of state.queue) {
-      if (!this.isAhead(f, matched)) continue;
+      if (!this.isAhead(f, matched, sorted)) continue;
       // An admitted prefill has been running since it started: only what is left of it is ahead.
       ahead += f.started && remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
     }
@@ -251,9 +253,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * its prefill runs, so it delays them as it delays the instance's decoding requests.
    */
   private queuedAheadCount(state: InstanceState, matched: number, wait: number, step: number): number {
+    const sorted = this.sortsQueue(state);
     let ahead = 0;
     for (const f of state.queue) {
-      if (!this.isAhead(f, matched)) continue;
+      if (!this.isAhead(f, matched, sorted)) continue;
       // With decodeEnds (step > 0): prefilled at a uniform time in the wait, it still decodes at its
       // end with the chance that its decode outlasts what is left of the wait.
       ahead += step > 0 && wait > 0 ? Math.min(1, (f.out * step) / wait) : 1;
@@ -283,11 +286,21 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     return this.stepTime(Math.max(1, batch), flights > 0 ? state.contextSum / flights : 0);
   }
 
-  /** Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`). */
-  private isAhead(f: Flight, matched: number): boolean {
-    const o = this.options;
-    if (o.queueOrder === 'fcfs' || f.matched >= matched) return true;
-    return f.started && o.startedAhead;
+  /**
+   * Whether the instance's engine sorts its queue by cached tokens: under lpm, until more than
+   * SGLang's 128 wait there (the flights before their first token, prefilling ones included).
+   */
+  private sortsQueue(state: InstanceState): boolean {
+    return this.options.queueOrder === 'lpm' && state.queue.size <= LPM_FCFS_ABOVE;
+  }
+
+  /**
+   * Whether queued flight `f` goes before a request with `matched` cached tokens (see `queuedAhead`),
+   * in a queue the engine sorts by cached tokens (`sorted`) or serves in order.
+   */
+  private isAhead(f: Flight, matched: number, sorted: boolean): boolean {
+    if (!sorted || f.matched >= matched) return true;
+    return f.started && this.options.startedAhead;
   }
 
   /**

@@ -51,6 +51,20 @@ test('every instance is priced with its own miss: the holder wins while its extr
   assert.equal(d.branch, 'exploit');
 });
 
+test("lpm: a queue longer than SGLang's 128 is served unsorted, so all of it is ahead", () => {
+  for (const [queuedCount, ahead] of [
+    [128, 0],
+    [129, 129 * 0.01],
+  ] as const) {
+    const p = plus(1);
+    for (let k = 0; k < queuedCount; k++) route(p, seq(10, 1000 + k * 10));
+    // r caches the first prompt's 10 tokens, which every queued request lacks (0 cached at routing):
+    // sorted, none of them goes before it; unsorted, all 10-token prefills (0.01 s each) do.
+    const d = route(p, concat(seq(10, 1000), seq(10, 90_000)));
+    close(cost(d, 0).queued, ahead, `${queuedCount} queued`);
+  }
+});
+
 test('fcfs queue order counts the whole queued prefill ahead, and the cheaper miss elsewhere wins', () => {
   const p = plus(2, { queueOrder: 'fcfs', decodeEnds: false, laterArrivals: false });
   route(p, seq(100, 0));
