@@ -5,7 +5,7 @@ export interface LpmOptions {
   /**
    * Above this many waiting requests the queue is not sorted (SGLang turns its prefix matching and
    * sorting off there, `_determine_active_policy`: 128, hard-coded): it is served in the order it was
-   * left in, the last sort's order with later arrivals after it. Infinity: always sorted.
+   * left in, the last sort's order with later arrivals after. Infinity: always sorted.
    */
   readonly fcfsAbove?: number;
 }
@@ -19,39 +19,51 @@ export const lpmDefaults: Required<LpmOptions> = { fcfsAbove: LPM_FCFS_ABOVE };
  * Longest prefix match (SGLang's default): most cached tokens first, ties in the order the queue is
  * in; stops at the first request that does not fit. Maximises reuse but can starve requests with
  * little cached, which SGLang bounds by not sorting a queue longer than `fcfsAbove`. As in SGLang the
- * queue is one list sorted in place: an unsorted round serves it in its last sorted order, with the
- * requests that joined since appended in arrival order (not strict arrival order).
+ * queue is one list sorted in place, admitted requests leaving it at once: an unsorted round serves
+ * it in its last sorted order, and the requests that joined since (new, or preempted and back) come
+ * after, in queue order. Requests are told apart by object identity (an engine's request states are
+ * stable objects), so the policy keeps the list between calls: one policy object per engine.
  */
 export function createLpmPolicy(options: LpmOptions = {}): QueuePolicy {
   const fcfsAbove = options.fcfsAbove ?? LPM_FCFS_ABOVE;
   if (!(fcfsAbove >= 0)) throw new Error(`lpm: fcfsAbove must be >= 0, got ${fcfsAbove}`);
-  /** The queue's ids in the order SGLang's list keeps them (admitted ones dropped at each round). */
-  let kept: string[] = [];
-  const byId = new Map<string, QueuedRequest>();
+  /** SGLang's list after the last call: its order, less what that call admitted. */
+  let kept: QueuedRequest[] = [];
+  // Scratch, reused between calls.
+  const present = new Set<QueuedRequest>();
+  let keys = new Float64Array(0);
+  const order: number[] = [];
   return {
     name: 'lpm',
     preempts: true,
     reserveTokens: noReserve,
     select(waiting, ctx) {
-      byId.clear();
-      for (const r of waiting) byId.set(r.id, r);
-      const list: QueuedRequest[] = [];
-      for (const id of kept) {
-        const r = byId.get(id);
-        if (r === undefined) continue;
-        list.push(r);
-        byId.delete(id);
-      }
-      // Newcomers (and preempted requests back in the queue) join at the end, in queue order.
-      for (const r of waiting) if (byId.has(r.id)) list.push(r);
-      if (list.length <= fcfsAbove) {
-        const cached = new Map(list.map((r) => [r.id, cachedPromptTokens(r)]));
-        // Array.prototype.sort is stable: ties keep the list's order.
-        list.sort((a, b) => cached.get(b.id)! - cached.get(a.id)!);
-      }
-      kept = list.map((r) => r.id);
+      present.clear();
+      for (const r of waiting) present.add(r);
+      let list: QueuedRequest[] = [];
+      for (const r of kept) if (present.delete(r)) list.push(r);
+      // Newcomers, and preempted requests back in the queue, join at the end in queue order.
+      for (const r of waiting) if (present.has(r)) list.push(r);
+      present.clear();
+      if (list.length <= fcfsAbove) list = sortedByCached(list);
       let next = 0;
-      return admitInOrder(list, ctx, () => (next < list.length ? next++ : -1), noReserve);
+      const admitted = admitInOrder(list, ctx, () => (next < list.length ? next++ : -1), noReserve);
+      // Admission takes a prefix of the list.
+      kept = admitted.length === 0 ? list : list.slice(admitted.length);
+      return admitted;
     },
   };
+
+  /** The list by cached prompt tokens, most first; ties keep the list's order (a stable sort). */
+  function sortedByCached(list: QueuedRequest[]): QueuedRequest[] {
+    const n = list.length;
+    if (keys.length < n) keys = new Float64Array(Math.max(n, keys.length * 2));
+    order.length = n;
+    for (let i = 0; i < n; i++) {
+      keys[i] = cachedPromptTokens(list[i]!);
+      order[i] = i;
+    }
+    order.sort((a, b) => keys[b]! - keys[a]! || a - b);
+    return order.map((i) => list[i]!);
+  }
 }

@@ -4,8 +4,9 @@ import type { DecodingRequest } from './tetri-decode-admission.ts';
  * Local (per-replica) waiting-queue policies. An engine calls `select` once per iteration to pick
  * which waiting requests join the next batch. Policies are pure: the answer depends only on the
  * arguments (scratch buffers may be reused between calls, never observable), except
- * priority-groups' `rotation` mode, which remembers the group it serves next, and pia, which
- * remembers the static batch it is admitting.
+ * priority-groups' `rotation` mode, which remembers the group it serves next, pia, which
+ * remembers the static batch it is admitting, tetriinfer's prefill scheduler, and lpm, which keeps
+ * SGLang's list order between calls. A stateful policy object serves one engine.
  *
  * Admission accounting, shared by every policy (see admission.ts):
  * - KV: a request needs `uncached = promptTokens - cachedTokens` new KV tokens plus the policy's

@@ -45,6 +45,16 @@ describe('lpm', () => {
     assert.deepEqual(ids(sgl.select(four.slice(1), ctx())), ['d', 'c', 'b']);
   });
 
+  it('an admitted request leaves the list at once: preempted, it comes back after the others', () => {
+    const sgl = createLpmPolicy({ fcfsAbove: 3 });
+    const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map((id) => req(id, 100, 0));
+    // Unsorted (4 waiting): arrival order; a is admitted.
+    assert.deepEqual(ids(sgl.select([a!, b!, c!, d!], ctx({ maxRequests: 1 }))), ['a']);
+    // Preempted before the next round, a is back in the engine's queue (first, as it arrived first),
+    // and e has arrived: the kept list b, c, d, then a and e in queue order.
+    assert.deepEqual(ids(sgl.select([a!, b!, c!, d!, e!], ctx())), ['b', 'c', 'd', 'a', 'e']);
+  });
+
   it('with fcfsAbove Infinity sorts any queue (the old behaviour)', () => {
     const always = createLpmPolicy({ fcfsAbove: Number.POSITIVE_INFINITY });
     const many = Array.from({ length: 300 }, (_, i) => req(`r${i}`, 100, i % 7));

@@ -1,3 +1,4 @@
+import { LPM_FCFS_ABOVE } from '../../replica-queue/lpm.ts';
 import type { InstanceCost } from '../../types.ts';
 
 /** Why e2-plus chose an instance: the cheapest holder of the request's cached prefix, or any other. */
@@ -24,9 +25,11 @@ export interface E2PlusOptions {
   /**
    * The engines' queue order, for the prefill queued *ahead* of a request: 'lpm' (SGLang's default and
    * the simulator's): only queued requests with at least as many cached tokens go first, while at most
-   * SGLang's 128 wait on the instance (a longer queue is not sorted); 'fcfs': all.
+   * `lpmFcfsAbove` wait on the instance (a longer queue is not sorted); 'fcfs': all.
    */
   readonly queueOrder: 'lpm' | 'fcfs';
+  /** The engines' lpm sorts a waiting queue only up to this length (SGLang: 128; lpm's `fcfsAbove`). */
+  readonly lpmFcfsAbove: number;
   /** Requests the engine admitted and is prefilling count as ahead whatever their cached share (running prefills take the chunk budget first). */
   readonly startedAhead: boolean;
   /** An admitted request's prefill counts only what is left of it (its predicted time less the time since admission). */
@@ -76,6 +79,7 @@ export interface E2PlusOptions {
 export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   windowSeconds: 180,
   queueOrder: 'lpm',
+  lpmFcfsAbove: LPM_FCFS_ABOVE,
   startedAhead: true,
   remainingPrefill: true,
   interference: true,

@@ -1,6 +1,5 @@
 import type { ClusterMatch, ClusterNode } from '../../cluster-tree.ts';
 import type { CostModel } from '../../cost-model/types.ts';
-import { LPM_FCFS_ABOVE } from '../../replica-queue/lpm.ts';
 import type {
   FinishCounts,
   InstanceId,
@@ -59,6 +58,8 @@ interface InstanceState {
   queuedPrefill: number;
   /** The flights still before their first token. */
   readonly queue: Set<Flight>;
+  /** Of those, the ones the engine has admitted (prefilling, no longer in its waiting queue). */
+  started: number;
   /** In-flight requests past their first token (decoding). */
   readonly decoding: Set<Flight>;
   /** Sum of the in-flight requests' `context` (queued and decoding). */
@@ -120,6 +121,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       throw new Error(
         `e2-plus option 'queueOrder' must be 'lpm' or 'fcfs', got '${this.options.queueOrder}'`,
       );
+    if (!(this.options.lpmFcfsAbove >= 0))
+      throw new Error(`e2-plus option 'lpmFcfsAbove' must be >= 0, got ${this.options.lpmFcfsAbove}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
     this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.tree.onRemove = (node) => this.byPrefix.delete(node);
@@ -287,11 +290,13 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   }
 
   /**
-   * Whether the instance's engine sorts its queue by cached tokens: under lpm, until more than
-   * SGLang's 128 wait there (the flights before their first token, prefilling ones included).
+   * Whether the instance's engine sorts its queue by cached tokens when the request joins it: under
+   * lpm, while its waiting queue (the flights not yet admitted, and the request) is no longer than
+   * `lpmFcfsAbove`.
    */
   private sortsQueue(state: InstanceState): boolean {
-    return this.options.queueOrder === 'lpm' && state.queue.size <= LPM_FCFS_ABOVE;
+    const waiting = state.queue.size - state.started + 1;
+    return this.options.queueOrder === 'lpm' && waiting <= this.options.lpmFcfsAbove;
   }
 
   /**
@@ -420,6 +425,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const target = this.stateFor(to);
     if (source.queue.delete(f)) {
       target.queue.add(f);
+      if (f.started) {
+        source.started--;
+        target.started++;
+      }
       source.queuedPrefill = Math.max(0, source.queuedPrefill - f.queuedPrefill);
       target.queuedPrefill += f.queuedPrefill;
     } else if (source.decoding.delete(f)) target.decoding.add(f);
@@ -431,6 +440,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   override requestStarted(id: string, now: number): void {
     const f = this.flights.get(id);
     if (f === undefined) return;
+    if (!f.started && f.queuedPrefill >= 0) this.stateFor(f.instance).started++;
     f.started = true;
     f.startedAt = now;
   }
@@ -472,6 +482,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private prefillDone(f: Flight): void {
     const state = this.stateFor(f.instance);
     state.queue.delete(f);
+    if (f.started) state.started--;
     state.queuedPrefill = state.queuedPrefill - f.queuedPrefill;
     // Float residue must not leave a phantom queue on an idle instance.
     if (state.queuedPrefill < 1e-9) state.queuedPrefill = 0;
@@ -539,7 +550,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private stateFor(instance: InstanceId): InstanceState {
     let s = this.states[instance];
     if (s === undefined) {
-      s = { queuedPrefill: 0, queue: new Set(), decoding: new Set(), contextSum: 0, windowRequests: 0 };
+      s = {
+        queuedPrefill: 0,
+        queue: new Set(),
+        started: 0,
+        decoding: new Set(),
+        contextSum: 0,
+        windowRequests: 0,
+      };
       this.states[instance] = s;
     }
     return s;

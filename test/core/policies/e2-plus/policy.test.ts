@@ -52,16 +52,23 @@ test('every instance is priced with its own miss: the holder wins while its extr
 });
 
 test("lpm: a queue longer than SGLang's 128 is served unsorted, so all of it is ahead", () => {
-  for (const [queuedCount, ahead] of [
-    [128, 0],
-    [129, 129 * 0.01],
+  // The engine's waiting queue once r joins: the queued flights not yet admitted, and r.
+  for (const [queuedCount, admitted, ahead] of [
+    [127, 0, 0],
+    [128, 0, 128 * 0.01],
+    [129, 2, 0],
+    [130, 2, 130 * 0.01],
   ] as const) {
     const p = plus(1);
-    for (let k = 0; k < queuedCount; k++) route(p, seq(10, 1000 + k * 10));
+    const ids: string[] = [];
+    for (let k = 0; k < queuedCount; k++) ids.push(route(p, seq(10, 1000 + k * 10)).id);
+    // Admitted prefills are ahead in either order (startedAhead); started at 0, all of each is left.
+    for (const id of ids.slice(0, admitted)) p.requestStarted(id, 0);
+    const sortedAhead = admitted * 0.01;
     // r caches the first prompt's 10 tokens, which every queued request lacks (0 cached at routing):
     // sorted, none of them goes before it; unsorted, all 10-token prefills (0.01 s each) do.
     const d = route(p, concat(seq(10, 1000), seq(10, 90_000)));
-    close(cost(d, 0).queued, ahead, `${queuedCount} queued`);
+    close(cost(d, 0).queued, ahead || sortedAhead, `${queuedCount} queued, ${admitted} admitted`);
   }
 });
 
