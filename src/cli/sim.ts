@@ -2,7 +2,12 @@ import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { createLengthPredictor } from '../core/length/registry.ts';
 import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
-import { isQueuePolicyName, queuePolicyNames } from '../core/replica-queue/registry.ts';
+import {
+  isQueuePolicyName,
+  parseQueuePolicyOption,
+  type QueuePolicyOptions,
+  queuePolicyNames,
+} from '../core/replica-queue/registry.ts';
 import type { SimReport, SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { ensureWritableDir } from './out-dir.ts';
@@ -19,6 +24,7 @@ interface SimFlags {
   model: string;
   seed: number;
   queuePolicy: string;
+  queuePolicyOption: string[];
   chunk?: number;
   kvTokens?: number;
   hostKvTokens?: number;
@@ -77,6 +83,12 @@ export function registerSim(program: Command): void {
     .option('--model <preset>', 'cost-model preset (listed below)', 'mistral-7b-a6000')
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
     .option('--queue-policy <name>', "engines' queue policy (listed below), or auto: lpm", 'auto')
+    .option(
+      '--queue-policy-option <QUEUE.OPTION=VALUE>',
+      "an engine queue policy's option over its default, e.g. lpm.fcfsAbove=Infinity (repeatable; options listed below)",
+      collect,
+      [],
+    )
     .option('--chunk <tokens>', 'chunked-prefill token budget per iteration', positiveInt)
     .option('--kv-tokens <n>', "override each instance's KV capacity in tokens", positiveInt)
     .option(
@@ -138,6 +150,19 @@ function policyOptionsOf(
   return byPolicy;
 }
 
+/** `--queue-policy-option` values in one object; each must name the run's queue policy unless it is auto. */
+function queuePolicyOptionsOf(given: readonly string[], queuePolicy: string): QueuePolicyOptions | undefined {
+  if (given.length === 0) return undefined;
+  const options: Record<string, unknown> = {};
+  for (const text of given) {
+    const parsed = parseQueuePolicyOption(text);
+    if (queuePolicy !== 'auto' && parsed.queuePolicy !== queuePolicy)
+      throw new Error(`--queue-policy-option ${text}: the run's queue policy is '${queuePolicy}'`);
+    options[parsed.key] = parsed.value;
+  }
+  return options as QueuePolicyOptions;
+}
+
 function parseRates(list: string): number[] {
   const rates = list.split(',').map((s) => Number(s.trim()));
   for (const r of rates)
@@ -163,6 +188,7 @@ async function sim(flags: SimFlags): Promise<void> {
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
+  const queuePolicyOptions = queuePolicyOptionsOf(flags.queuePolicyOption, flags.queuePolicy);
   if (flags.out !== undefined && flags.goodput === undefined) await ensureWritableDir(flags.out, '--out');
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
     throw new Error(
@@ -213,6 +239,7 @@ async function sim(flags: SimFlags): Promise<void> {
       requests,
       seed: flags.seed,
       queuePolicy: flags.queuePolicy as SimReport['queuePolicy'] | 'auto',
+      ...(queuePolicyOptions === undefined ? {} : { queuePolicyOptions }),
       ...(flags.chunk === undefined ? {} : { chunkTokens: flags.chunk }),
       ...(flags.hostKvTokens === undefined ? {} : { hostKvTokens: flags.hostKvTokens }),
       ...(slo === undefined ? {} : { slo }),

@@ -16,6 +16,26 @@ export function withDefaults<D extends object>(
   return merged;
 }
 
+/**
+ * An option's value from command-line text, typed by its default: numbers (`Infinity` included),
+ * `true` / `false`, else the text. `what` names the option's owner in the error, e.g. "e2 option".
+ */
+export function optionFromText(what: string, key: string, raw: string, defaults: object): unknown {
+  const kind = typeof (defaults as Record<string, unknown>)[key];
+  if (kind === 'number') {
+    const value = Number(raw);
+    if (raw.trim() === '' || Number.isNaN(value))
+      throw new Error(`${what} '${key}' must be a number, got '${raw}'`);
+    return value;
+  }
+  if (kind === 'boolean') {
+    if (raw !== 'true' && raw !== 'false')
+      throw new Error(`${what} '${key}' must be true or false, got '${raw}'`);
+    return raw === 'true';
+  }
+  return raw;
+}
+
 /** A registry row as one `--help` line: `name: summary [option=default, ...]`. */
 export function describeWithDefaults(name: string, summary: string, defaults: object): string {
   const options = Object.entries(defaults).map(([k, v]) => `${k}=${String(v)}`);

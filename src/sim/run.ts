@@ -5,7 +5,7 @@ import type { Fleet, FleetInstance } from '../core/fleet/fleet.ts';
 import { createLengthPredictor } from '../core/length/registry.ts';
 import { createGlobalPolicy, policyEntry, resolvePolicyOptions } from '../core/policies/registry.ts';
 import { createProvisioner, type ProvisionerChoice } from '../core/provisioning/registry.ts';
-import type { QueuePolicyName } from '../core/replica-queue/registry.ts';
+import type { QueuePolicyName, QueuePolicyOptions } from '../core/replica-queue/registry.ts';
 import type { Role } from '../core/types.ts';
 import type { EngineSnapshot } from '../engine/types.ts';
 import { percentiles } from '../report/stats.ts';
@@ -64,6 +64,8 @@ export interface SimSpec {
    * a disaggregated policy's own (the registry's `engineQueuePolicy`: fcfs for distserve).
    */
   readonly queuePolicy?: QueuePolicyName | 'auto';
+  /** Queue-policy options over the policy's (`--queue-policy-option`; each queue policy reads its own). */
+  readonly queuePolicyOptions?: QueuePolicyOptions;
   /** Chunked-prefill token budget per iteration (default: the policy's `engineChunkTokens`, else the engine's). */
   readonly chunkTokens?: number;
   /** Each engine's host KV pool in tokens (swap instead of recomputation; fastserve). Default: none. */
@@ -191,7 +193,9 @@ export function runSimulation(spec: SimSpec): { report: SimReport; result: SimRe
   // neither the run nor the instance sets a chunk budget.
   const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;
   const policyOptions = resolvePolicyOptions(spec.policy, spec.policyOptions ?? {}, spec.seed);
-  const queuePolicyOptions = entry.engineQueuePolicyOptions?.(policyOptions);
+  const own = entry.engineQueuePolicyOptions?.(policyOptions);
+  const queuePolicyOptions =
+    spec.queuePolicyOptions === undefined ? own : { ...own, ...spec.queuePolicyOptions };
   // The policy's queue policy for an instance's role (Splitwise's mixed machines), where neither the
   // run nor the instance names one.
   const byRole =

@@ -2,7 +2,7 @@ import { prefillSaturationTokens } from '../cost-model/prefill-saturation.ts';
 import type { CostModel } from '../cost-model/types.ts';
 import type { QueuePolicyName, QueuePolicyOptions } from '../replica-queue/registry.ts';
 import type { GlobalPolicy, Role } from '../types.ts';
-import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, optionFromText, withDefaults } from '../with-defaults.ts';
 import { aladdinDefaults } from './aladdin/options.ts';
 import { AladdinPolicy } from './aladdin/policy.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
@@ -329,17 +329,7 @@ export function parsePolicyOption(text: string): { policy: GlobalPolicyName; key
   const [, policy, key, raw] = match as unknown as [string, string, string, string];
   const row = policyEntry(policy);
   checkPolicyOptions(policy, { [key]: undefined });
-  const kind = typeof (row.defaults as Record<string, unknown>)[key];
-  let value: unknown = raw;
-  if (kind === 'number') {
-    value = Number(raw);
-    if (raw.trim() === '' || Number.isNaN(value))
-      throw new Error(`${policy} option '${key}' must be a number, got '${raw}'`);
-  } else if (kind === 'boolean') {
-    if (raw !== 'true' && raw !== 'false')
-      throw new Error(`${policy} option '${key}' must be true or false, got '${raw}'`);
-    value = raw === 'true';
-  }
+  const value = optionFromText(`${policy} option`, key, raw, row.defaults);
   return { policy: policy as GlobalPolicyName, key, value };
 }
 

@@ -1,4 +1,4 @@
-import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, optionFromText, withDefaults } from '../with-defaults.ts';
 import { createFastServePolicy, type FastServeOptions, fastServeDefaults } from './fastserve.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
@@ -136,6 +136,32 @@ export function createQueuePolicy(name: string, options: QueuePolicyOptions = {}
   }
   const row = QUEUE_POLICIES[name] as QueuePolicyEntry<QueuePolicyOptions>;
   return row.create(withDefaults(row.defaults, options));
+}
+
+/**
+ * `--queue-policy-option QUEUE.OPTION=VALUE`: one queue policy's option, typed by its default (e.g.
+ * `lpm.fcfsAbove=Infinity`, lpm sorting a queue of any length). Unknown policies and options throw.
+ */
+export function parseQueuePolicyOption(text: string): {
+  queuePolicy: QueuePolicyName;
+  key: string;
+  value: unknown;
+} {
+  const match = /^([a-z0-9-]+)\.([A-Za-z0-9]+)=(.*)$/.exec(text);
+  if (match === null) throw new Error(`--queue-policy-option: expected QUEUE.OPTION=VALUE, got '${text}'`);
+  const [, name, key, raw] = match as unknown as [string, string, string, string];
+  if (!isQueuePolicyName(name))
+    throw new Error(
+      `--queue-policy-option: unknown queue policy '${name}'; valid: ${queuePolicyNames.join(', ')}`,
+    );
+  const defaults = QUEUE_POLICIES[name].defaults as object;
+  if (!Object.hasOwn(defaults, key)) {
+    const valid = Object.keys(defaults);
+    throw new Error(
+      `--queue-policy-option: unknown ${name} option '${key}'; ${valid.length === 0 ? 'it has none' : `valid: ${valid.join(', ')}`}`,
+    );
+  }
+  return { queuePolicy: name, key, value: optionFromText(`${name} option`, key, raw, defaults) };
 }
 
 /** One line per queue policy with its options and defaults, for `--help`. */
