@@ -13,6 +13,7 @@ interface ExperimentFlags {
   azure?: string;
   azureCode?: string;
   azureConv?: string;
+  mooncake?: string;
   json?: boolean;
 }
 
@@ -39,6 +40,10 @@ export function registerExperiment(program: Command): void {
     .option(
       '--azure-conv <file>',
       'Azure 2023 conversation trace CSV for splitwise (default: ../shared/data/azure-llm-2023/ where it exists, else the stand-in; "stand-in" forces it) and the policies grid\'s azure-conv panel (left out where missing)',
+    )
+    .option(
+      '--mooncake <file>',
+      "a Mooncake-format JSONL trace (arrivals, lengths, 512-token block hashes) for the policies grid's mooncake panel (left out without one)",
     )
     .option(
       '--json',
@@ -69,6 +74,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     ...(flags.azure === undefined ? {} : { azureTrace: flags.azure }),
     ...(flags.azureCode === undefined ? {} : { azureCodeTrace: flags.azureCode }),
     ...(flags.azureConv === undefined ? {} : { azureConvTrace: flags.azureConv }),
+    ...(flags.mooncake === undefined ? {} : { mooncakeTrace: flags.mooncake }),
   });
   if (cells.length === 0) throw new Error('no simulation to run (check --only)');
   const started = Date.now();
@@ -82,6 +88,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     .concat(flags.azure === undefined ? [] : [`--azure ${flags.azure}`])
     .concat(flags.azureCode === undefined ? [] : [`--azure-code ${flags.azureCode}`])
     .concat(flags.azureConv === undefined ? [] : [`--azure-conv ${flags.azureConv}`])
+    .concat(flags.mooncake === undefined ? [] : [`--mooncake ${flags.mooncake}`])
     .join(' ');
   const { markdown, plots } = renderReport(experiment, results, {
     command,

@@ -70,7 +70,7 @@ interface Content {
  * checks that e2-plus generalises, counted in a claim of their own. `beyondContents` builds exactly
  * these (its names are typed by this list).
  */
-const BEYOND_PANELS = ['sharegpt-like', 'conversation', 'azure-conv', 'azure-code'] as const;
+const BEYOND_PANELS = ['sharegpt-like', 'conversation', 'azure-conv', 'azure-code', 'mooncake'] as const;
 type BeyondPanel = (typeof BEYOND_PANELS)[number];
 
 /** Notes on the last `cells` call's panels (the Azure trace used, or why its panel was left out), for `discuss`. */
@@ -127,19 +127,28 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
     },
   ];
   const traces = [
-    ['azure-conv', options.azureConvTrace ?? DEFAULT_SPLITWISE_TRACES.conv, '--azure-conv'],
-    ['azure-code', options.azureCodeTrace ?? DEFAULT_SPLITWISE_TRACES.code, '--azure-code'],
+    ['azure-conv', 'azure', options.azureConvTrace ?? DEFAULT_SPLITWISE_TRACES.conv, '--azure-conv'],
+    ['azure-code', 'azure', options.azureCodeTrace ?? DEFAULT_SPLITWISE_TRACES.code, '--azure-code'],
+    ['mooncake', 'mooncake', options.mooncakeTrace, '--mooncake'],
   ] as const;
-  for (const [name, path, flag] of traces) {
-    if (!existsSync(path)) {
-      skipped.push(`${name} skipped: '${path}' not found (pass ${flag} FILE)`);
+  const sources = {
+    azure: 'the Azure LLM inference trace 2023',
+    mooncake: 'a Mooncake-format trace, prefix-block hashes',
+  };
+  for (const [name, kind, path, flag] of traces) {
+    if (path === undefined || !existsSync(path)) {
+      skipped.push(
+        path === undefined
+          ? `${name} skipped: no trace given (pass ${flag} FILE, e.g. Mooncake's public FAST'25 traces)`
+          : `${name} skipped: '${path}' not found (pass ${flag} FILE)`,
+      );
       continue;
     }
-    const spec = { kind: 'azure', path } as const;
+    const spec = { kind, path } as const;
     // Its row count from the arrivals alone (no prompt tokens drawn).
     const rows = traceArrivals(spec).length;
     skipped.push(
-      `${name}: every row of '${path}' (${rows} requests, the Azure LLM inference trace 2023) in order, re-timed to each rate; a run that would need more requests has only these`,
+      `${name}: every row of '${path}' (${rows} requests, ${sources[kind]}) in order, re-timed to each rate; a run that would need more requests has only these`,
     );
     list.push({
       name,

@@ -30,6 +30,8 @@ export interface ExperimentOptions {
   /** The Azure 2023 coding and conversation traces (splitwise; a stand-in where absent). */
   readonly azureCodeTrace?: string;
   readonly azureConvTrace?: string;
+  /** A Mooncake-format trace (prefix-block hashes) for the policies grid's `mooncake` panel; none by default. */
+  readonly mooncakeTrace?: string;
 }
 
 /** One entry of `preble experiment NAME --json` (docs/design.md, "Experiments and their claims"). */

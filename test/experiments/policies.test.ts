@@ -61,6 +61,7 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   const text = policies.discuss(results);
   assert.match(text, /mixed@azure .* skipped: '\/nonexistent\/azure.csv' not found/);
   assert.match(text, /azure-code skipped: '\/nonexistent\/code.csv' not found \(pass --azure-code FILE\)/);
+  assert.match(text, /mooncake skipped: no trace given \(pass --mooncake FILE/);
   assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \|/);
   const claims = policies.claims!(results);
   const vsAnchors = claims.find((c) => c.id === 'e2-plus-vs-anchors');
@@ -105,6 +106,41 @@ test('beyond the target: an Azure trace panel replays its rows (never more), cou
     const text = policies.discuss(results);
     assert.match(text, /azure-code: every row of '.*code\.csv' \(60 requests/);
     assert.match(text, /Beyond the target/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('beyond the target: a Mooncake trace panel replays its rows with their block hashes', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'policies-'));
+  try {
+    // 40 rows: five conversations of eight turns, each turn extending the last by one 512-token block.
+    const rows = Array.from({ length: 40 }, (_, i) => {
+      const conversation = i % 5;
+      const turn = Math.floor(i / 5);
+      const hashIds = Array.from({ length: turn + 1 }, (_, b) => conversation * 100 + b);
+      return JSON.stringify({
+        timestamp: i * 1000,
+        input_length: 512 * (turn + 1),
+        output_length: 20,
+        hash_ids: hashIds,
+      });
+    });
+    const file = join(dir, 'mooncake.jsonl');
+    writeFileSync(file, `${rows.join('\n')}\n`);
+    const only = ['e2-plus', 'round-robin'];
+    const cells = policies.cells({ requests: 20, seed: 0, only, ...missing, mooncakeTrace: file });
+    const trace = cells.filter((c) => c.panel.startsWith('mooncake, 4 '));
+    assert.equal(trace.length, LOADS.length * only.length);
+    const requests = [...trace[0]!.spec.requests()];
+    assert.equal(requests.length, 40, 'every row, and no more');
+    // A later turn's prompt begins with its conversation's earlier one (shared block hashes, shared tokens).
+    const first = requests[0]!.tokens;
+    const later = requests[5]!.tokens;
+    assert.equal(later.length, 1024);
+    assert.deepEqual([...later.subarray(0, 512)], [...first]);
+    const text = policies.discuss(runCells(trace.slice(0, 2).map((c) => shortened(c, 20))));
+    assert.match(text, /mooncake: every row of '.*mooncake\.jsonl' \(40 requests, a Mooncake-format trace/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
