@@ -85,7 +85,7 @@ export function registerSim(program: Command): void {
     .option('--queue-policy <name>', "engines' queue policy (listed below), or auto: lpm", 'auto')
     .option(
       '--queue-policy-option <QUEUE.OPTION=VALUE>',
-      "an engine queue policy's option over its default, e.g. lpm.fcfsAbove=Infinity (repeatable; options listed below)",
+      "an engine queue policy's option over its default and the global policy's, e.g. lpm.fcfsAbove=Infinity (repeatable; options listed below; engines running another queue policy ignore it)",
       collect,
       [],
     )
@@ -188,13 +188,15 @@ async function sim(flags: SimFlags): Promise<void> {
   const policies = parsePolicyList(flags.policy);
   const rates = parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
-  const queuePolicyOptions = queuePolicyOptionsOf(flags.queuePolicyOption, flags.queuePolicy);
   if (flags.out !== undefined && flags.goodput === undefined) await ensureWritableDir(flags.out, '--out');
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
     throw new Error(
       `unknown queue policy '${flags.queuePolicy}'; valid: auto, ${queuePolicyNames.join(', ')}`,
     );
   }
+  // A fleet file's instances may name their own queue policy: then any queue policy's options may apply.
+  const runQueuePolicy = flags.fleet === undefined ? flags.queuePolicy : 'auto';
+  const queuePolicyOptions = queuePolicyOptionsOf(flags.queuePolicyOption, runQueuePolicy);
   // A bad spec or option value fails here, in one line, before any run.
   if (flags.predictor !== undefined) createLengthPredictor(flags.predictor, { seed: flags.seed });
   if ((flags.sloTtft === undefined) !== (flags.sloTpot === undefined)) {

@@ -21,7 +21,7 @@ test('preble sim --queue-policy-option lpm.fcfsAbove=0 serves the queue unsorted
     ],
     [
       ['--queue-policy-option', 'lpm.fcfsAbove=many'],
-      /^preble: lpm option 'fcfsAbove' must be a number, got 'many'\n$/,
+      /^preble: --queue-policy-option: lpm option 'fcfsAbove' must be a number, got 'many'\n$/,
     ],
     [
       ['--queue-policy-option', 'nope.a=1'],

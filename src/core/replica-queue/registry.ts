@@ -161,7 +161,8 @@ export function parseQueuePolicyOption(text: string): {
       `--queue-policy-option: unknown ${name} option '${key}'; ${valid.length === 0 ? 'it has none' : `valid: ${valid.join(', ')}`}`,
     );
   }
-  return { queuePolicy: name, key, value: optionFromText(`${name} option`, key, raw, defaults) };
+  const value = optionFromText(`--queue-policy-option: ${name} option`, key, raw, defaults);
+  return { queuePolicy: name, key, value };
 }
 
 /** One line per queue policy with its options and defaults, for `--help`. */
