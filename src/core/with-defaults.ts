@@ -17,6 +17,21 @@ export function withDefaults<D extends object>(
 }
 
 /**
+ * `OWNER.OPTION=VALUE` (`--policy-option`, `--queue-policy-option`) split into its parts; `shape` names
+ * the form in the one-line error, e.g. "POLICY.OPTION=VALUE".
+ */
+export function splitDottedOption(
+  flag: string,
+  shape: string,
+  text: string,
+): { owner: string; key: string; raw: string } {
+  const match = /^([a-z0-9-]+)\.([A-Za-z0-9]+)=(.*)$/.exec(text);
+  if (match === null) throw new Error(`${flag}: expected ${shape}, got '${text}'`);
+  const [, owner, key, raw] = match as unknown as [string, string, string, string];
+  return { owner, key, raw };
+}
+
+/**
  * An option's value from command-line text, typed by its default: numbers (`Infinity` included),
  * `true` / `false`, else the text. `what` names the option's owner in the error, e.g. "e2 option".
  */

@@ -2,7 +2,7 @@ import { prefillSaturationTokens } from '../cost-model/prefill-saturation.ts';
 import type { CostModel } from '../cost-model/types.ts';
 import type { QueuePolicyName, QueuePolicyOptions } from '../replica-queue/registry.ts';
 import type { GlobalPolicy, Role } from '../types.ts';
-import { describeWithDefaults, optionFromText, withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, optionFromText, splitDottedOption, withDefaults } from '../with-defaults.ts';
 import { aladdinDefaults } from './aladdin/options.ts';
 import { AladdinPolicy } from './aladdin/policy.ts';
 import { CacheAwarePolicy, cacheAwareDefaults } from './cache-aware.ts';
@@ -324,9 +324,7 @@ export function parsePolicyList(list: string): GlobalPolicyName[] {
  * says whether VALUE is a number, a boolean or a string. Throws one line naming what is wrong.
  */
 export function parsePolicyOption(text: string): { policy: GlobalPolicyName; key: string; value: unknown } {
-  const match = /^([a-z0-9-]+)\.([A-Za-z0-9]+)=(.*)$/.exec(text);
-  if (match === null) throw new Error(`--policy-option: expected POLICY.OPTION=VALUE, got '${text}'`);
-  const [, policy, key, raw] = match as unknown as [string, string, string, string];
+  const { owner: policy, key, raw } = splitDottedOption('--policy-option', 'POLICY.OPTION=VALUE', text);
   const row = policyEntry(policy);
   checkPolicyOptions(policy, { [key]: undefined });
   const value = optionFromText(`${policy} option`, key, raw, row.defaults);

@@ -2,7 +2,7 @@
  * The provisioners, by name (one row each, as the policy registry): `preble sim --provisioner
  * NAME[:OPTION=VALUE,...]` parses here, each value typed by its default.
  */
-import { describeWithDefaults, withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, optionFromText, withDefaults } from '../with-defaults.ts';
 import { AladdinProvisioner, aladdinProvisionerDefaults } from './aladdin.ts';
 import type { Provisioner } from './types.ts';
 
@@ -54,13 +54,11 @@ export function parseProvisioner(text: string): ProvisionerChoice {
       throw new Error(
         `unknown ${name} provisioner option '${key}'; valid: ${Object.keys(defaults).join(', ')}`,
       );
-    const kind = typeof defaults[key];
-    if (kind === 'number') {
-      const value = Number(raw);
-      if (raw === '' || !Number.isFinite(value))
-        throw new Error(`${name} provisioner option '${key}' must be a number, got '${raw}'`);
-      options[key] = value;
-    } else options[key] = raw;
+    const value = optionFromText(`${name} provisioner option`, key, raw, defaults);
+    // A provisioner's numbers are periods, rates and counts: finite.
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw new Error(`${name} provisioner option '${key}' must be a number, got '${raw}'`);
+    options[key] = value;
   }
   return { name: name.trim() as ProvisionerName, options };
 }

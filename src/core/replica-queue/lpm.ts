@@ -1,4 +1,4 @@
-import { admitInOrder, cachedPromptTokens, noReserve } from './admission.ts';
+import { admitInOrder, cachedPromptTokens, noReserve, queueOrder } from './admission.ts';
 import type { QueuedRequest, QueuePolicy } from './types.ts';
 
 export interface LpmOptions {
@@ -46,8 +46,7 @@ export function createLpmPolicy(options: LpmOptions = {}): QueuePolicy {
       for (const r of waiting) if (present.has(r)) list.push(r);
       present.clear();
       if (list.length <= fcfsAbove) list = sortedByCached(list);
-      let next = 0;
-      const admitted = admitInOrder(list, ctx, () => (next < list.length ? next++ : -1), noReserve);
+      const admitted = admitInOrder(list, ctx, queueOrder(list.length), noReserve);
       // Admission takes a prefix of the list.
       kept = admitted.length === 0 ? list : list.slice(admitted.length);
       return admitted;

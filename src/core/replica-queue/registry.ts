@@ -1,4 +1,4 @@
-import { describeWithDefaults, optionFromText, withDefaults } from '../with-defaults.ts';
+import { describeWithDefaults, optionFromText, splitDottedOption, withDefaults } from '../with-defaults.ts';
 import { createFastServePolicy, type FastServeOptions, fastServeDefaults } from './fastserve.ts';
 import { createFcfsPolicy } from './fcfs.ts';
 import { createLarryPolicy, type LarryOptions, larryDefaults } from './larry.ts';
@@ -147,9 +147,7 @@ export function parseQueuePolicyOption(text: string): {
   key: string;
   value: unknown;
 } {
-  const match = /^([a-z0-9-]+)\.([A-Za-z0-9]+)=(.*)$/.exec(text);
-  if (match === null) throw new Error(`--queue-policy-option: expected QUEUE.OPTION=VALUE, got '${text}'`);
-  const [, name, key, raw] = match as unknown as [string, string, string, string];
+  const { owner: name, key, raw } = splitDottedOption('--queue-policy-option', 'QUEUE.OPTION=VALUE', text);
   if (!isQueuePolicyName(name))
     throw new Error(
       `--queue-policy-option: unknown queue policy '${name}'; valid: ${queuePolicyNames.join(', ')}`,
