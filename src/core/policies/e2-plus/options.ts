@@ -56,12 +56,6 @@ export interface E2PlusOptions {
   readonly decodeEnds: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
-  /**
-   * The engines prefill in chunks of `chunkTokens` beside their decodes, so a decode with s steps left
-   * shares only min(s, k) of the k chunk iterations of a request's prefill: it is delayed by that share
-   * of the prefill, not the whole of it (0: off).
-   */
-  readonly chunkTokens: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
   readonly memoryTieBreak: boolean;
   /** Include the eviction cost M. */
@@ -90,7 +84,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
-  chunkTokens: 512,
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,

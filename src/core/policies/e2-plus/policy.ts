@@ -204,10 +204,9 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       // and those arriving while r waits queue behind it.
       // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
       const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
-      const chunks = this.options.chunkTokens > 0 ? Math.ceil(missed / this.options.chunkTokens) : 0;
       const delayed =
-        this.decodingAt(state, queued, step, now, chunks) +
-        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step, chunks) : 0) +
+        this.decodingAt(state, queued, step, now) +
+        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
         arrivalShare * queued;
       interference = w * delayed * prefill;
     }
@@ -256,21 +255,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * (admitted ones, and under lpm those with at least as many cached tokens): they decode by the time
    * its prefill runs, so it delays them as it delays the instance's decoding requests.
    */
-  private queuedAheadCount(
-    state: InstanceState,
-    matched: number,
-    wait: number,
-    step: number,
-    chunks: number,
-  ): number {
+  private queuedAheadCount(state: InstanceState, matched: number, wait: number, step: number): number {
     const sorted = this.sortsQueue(state);
     let ahead = 0;
     for (const f of state.queue) {
       if (!this.isAhead(f, matched, sorted)) continue;
       // With decodeEnds (step > 0): prefilled at a uniform time in the wait, it still decodes at its
       // end with the chance that its decode outlasts what is left of the wait.
-      const share = chunks > 0 ? Math.min(1, f.out / chunks) : 1;
-      ahead += (step > 0 && wait > 0 ? Math.min(1, (f.out * step) / wait) : 1) * share;
+      ahead += step > 0 && wait > 0 ? Math.min(1, (f.out * step) / wait) : 1;
     }
     return ahead;
   }
@@ -281,17 +273,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * wait); one that has outrun its prediction counts whole (long outputs run long; expecting it to
    * run as long again as it has was measured worse on Video QA overload, docs/e2.md step 16).
    */
-  private decodingAt(state: InstanceState, wait: number, step: number, now: number, chunks: number): number {
-    if (step <= 0 || (wait <= 0 && chunks <= 0)) return state.decoding.size;
+  private decodingAt(state: InstanceState, wait: number, step: number, now: number): number {
+    if (step <= 0 || wait <= 0) return state.decoding.size;
     let n = 0;
     for (const f of state.decoding) {
       const predicted = f.out * step - (now - f.decodingSince);
-      if (predicted <= 0) {
-        n += 1;
-        continue;
-      }
-      const ends = wait > 0 ? Math.min(1, predicted / wait) : 1;
-      n += chunks > 0 ? ends * Math.min(1, predicted / step / chunks) : ends;
+      n += predicted > 0 ? Math.min(1, predicted / wait) : 1;
     }
     return n;
   }
