@@ -3,7 +3,8 @@
  * report counts them (docs/e2.md, measurement log step 13). With a second results.json from an
  * e2-plus-only run (`preble experiment policies --only e2-plus --out DIR`), its e2-plus series
  * replaces the first's: the anchors do not depend on e2-plus, so a variant is scored without
- * re-running them (the same seed gives the same rates and streams).
+ * re-running them (the same seed gives the same rates and streams). A grid run on several seeds
+ * (`--repeats`) is counted seed by seed, from each run's own figures (the report pools them instead).
  *
  *   node --import tsx scripts/e2-plus-grid-compare.ts docs/results/policies/results.json [DIR/results.json]
  */
@@ -14,6 +15,8 @@ interface Row {
   readonly panel: string;
   readonly series: string;
   readonly rps: number;
+  /** Its seed, in a grid run on several (absent: one seed). */
+  readonly seed?: number;
   readonly latency: { readonly mean: number; readonly p99: number };
 }
 
@@ -22,14 +25,15 @@ if (basePath === undefined) throw new Error('usage: e2-plus-grid-compare.ts BASE
 const read = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Row[];
 const cells = new Map<string, Map<string, Row>>();
 for (const r of read(basePath)) {
-  const key = `${r.panel} @ ${r.rps}`;
+  const key = `${r.panel} @ ${r.rps}${r.seed === undefined ? '' : ` seed ${r.seed}`}`;
   if (!cells.has(key)) cells.set(key, new Map());
   cells.get(key)!.set(r.series, r);
 }
 const base = new Map([...cells].map(([k, s]) => [k, s.get('e2-plus')!]));
 if (variantPath !== undefined)
   for (const r of read(variantPath))
-    if (r.series === 'e2-plus') cells.get(`${r.panel} @ ${r.rps}`)?.set('e2-plus', r);
+    if (r.series === 'e2-plus')
+      cells.get(`${r.panel} @ ${r.rps}${r.seed === undefined ? '' : ` seed ${r.seed}`}`)?.set('e2-plus', r);
 
 const count = { won: 0, even: 0, lost: 0, lostOnMean: 0 };
 const losses: string[] = [];

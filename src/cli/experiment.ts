@@ -8,6 +8,7 @@ import { nonNegativeInt, positiveInt } from './parse.ts';
 interface ExperimentFlags {
   requests?: number;
   seed: number;
+  repeats?: number;
   only?: string;
   out?: string;
   azure?: string;
@@ -30,6 +31,14 @@ export function registerExperiment(program: Command): void {
       positiveInt,
     )
     .option('--seed <s>', 'random seed', nonNegativeInt, 0)
+    .option(
+      '--repeats <n>',
+      `runs of each cell on seeds SEED, SEED+1, ..., pooled in the verdicts (${experiments
+        .filter((e) => e.defaultRepeats !== undefined)
+        .map((e) => `${e.name} only; default ${e.defaultRepeats}`)
+        .join(', ')})`,
+      positiveInt,
+    )
     .option('--only <list>', 'comma list of series (policies or ablation steps) to run')
     .option('--out <dir>', 'report folder (default docs/results/<name>)')
     .option('--azure <file>', "Azure LLM trace CSV for azure-mixed and the policies grid's mixed@azure")
@@ -61,6 +70,9 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     import('./plot-files.ts'),
   ]);
   const requests = flags.requests ?? experiment.defaultRequests;
+  if (flags.repeats !== undefined && experiment.defaultRepeats === undefined)
+    throw new Error(`--repeats: experiment '${name}' runs each cell once (only ${repeatable()} repeats)`);
+  const repeats = flags.repeats ?? experiment.defaultRepeats;
   const out = flags.out ?? join('docs', 'results', name);
   await ensureWritableDir(out, '--out');
   const only = flags.only?.split(',').map((s) => s.trim());
@@ -70,6 +82,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
   const cells = experiment.cells({
     requests,
     seed: flags.seed,
+    ...(repeats === undefined ? {} : { repeats }),
     ...(only === undefined ? {} : { only }),
     ...(flags.azure === undefined ? {} : { azureTrace: flags.azure }),
     ...(flags.azureCode === undefined ? {} : { azureCodeTrace: flags.azureCode }),
@@ -80,10 +93,11 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
   const started = Date.now();
   const results = runCells(cells, (done, total, cell) =>
     process.stderr.write(
-      `[${done}/${total}] ${cell.panel} | ${cell.series} @ ${cell.spec.rps} rps (${Math.round((Date.now() - started) / 1000)} s)\n`,
+      `[${done}/${total}] ${cell.panel} | ${cell.series} @ ${cell.spec.rps} rps${cell.repeat ? `, seed ${cell.spec.seed}` : ''} (${Math.round((Date.now() - started) / 1000)} s)\n`,
     ),
   );
   const command = ['preble experiment', name, `--requests ${requests}`, `--seed ${flags.seed}`]
+    .concat(repeats === undefined ? [] : [`--repeats ${repeats}`])
     .concat(flags.only === undefined ? [] : [`--only ${flags.only}`])
     .concat(flags.azure === undefined ? [] : [`--azure ${flags.azure}`])
     .concat(flags.azureCode === undefined ? [] : [`--azure-code ${flags.azureCode}`])
@@ -101,6 +115,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
       results.map((r) => ({
         panel: r.cell.panel,
         series: r.cell.series,
+        ...(r.cell.repeat === undefined ? {} : { repeat: r.cell.repeat, seed: r.cell.spec.seed }),
         preemptions: r.preemptions,
         ...r.report,
       })),
@@ -118,4 +133,12 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
   process.stdout.write(
     `${JSON.stringify({ experiment: name, claims: experiment.claims?.(results) ?? [] })}\n`,
   );
+}
+
+/** The experiments that repeat their cells over seeds. */
+function repeatable(): string {
+  return experiments
+    .filter((e) => e.defaultRepeats !== undefined)
+    .map((e) => e.name)
+    .join(', ');
 }

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { costModelPreset } from '../core/cost-model/presets.ts';
+import { percentiles } from '../report/stats.ts';
 import { fixed } from '../report/text-table.ts';
 import { runSimulation } from '../sim/run.ts';
 import { baseWorkloadNames } from '../workloads/base-workloads.ts';
@@ -9,6 +10,7 @@ import { traceArrivals, traceRequests } from '../workloads/traces/registry.ts';
 import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { DEFAULT_AZURE_TRACE } from './azure-mixed.ts';
+import { pairedRatioInterval, type Statistic } from './paired-interval.ts';
 import { DEFAULT_SPLITWISE_TRACES } from './splitwise.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
 import { steadyRequests, WINDOW_SECONDS, warmupSeconds } from './warmup.ts';
@@ -63,6 +65,11 @@ interface Content {
   readonly paperSetup: boolean;
   /** The most requests the stream has (a trace's rows): a run never asks for more. */
   readonly maxRequests?: number;
+  /**
+   * A trace replayed row by row: every seed gives the same lengths and arrivals (only the prompts'
+   * token ids differ), so its cells run once however many repeats the others run.
+   */
+  readonly replayed?: boolean;
 }
 
 /**
@@ -154,6 +161,7 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
       name,
       paperSetup: false,
       maxRequests: rows,
+      replayed: true,
       stream: (requests, rps, seed) => traceRequests(spec, { seed, requests, rps }),
     });
   }
@@ -194,6 +202,7 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 export const policies: Experiment = {
   name: 'policies',
   defaultRequests: 1500,
+  defaultRepeats: 3,
   showWorkingSet: true,
   title:
     'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances; beyond the target, no sharing, multi-turn chat, the Azure traces and a Mooncake trace if given',
@@ -219,21 +228,27 @@ export const policies: Experiment = {
             steadyRequests(options.requests, rps),
             content.maxRequests ?? Number.POSITIVE_INFINITY,
           );
-          for (const policy of series) {
-            cells.push({
-              panel: `${content.name}, ${instances} x Mistral-7B on A6000`,
-              series: policy,
-              spec: {
-                policy,
-                workload: content.name,
-                instances,
-                rps,
-                costModel,
-                seed: options.seed,
-                warmupSeconds: warmupSeconds(requests, rps),
-                requests: () => content.stream(requests, rps, options.seed, instances),
-              },
-            });
+          // Each repeat draws the workload anew on its own seed, at the first seed's rates (pooled in the verdicts).
+          const runs = content.replayed === true ? 1 : (options.repeats ?? 1);
+          for (let repeat = 0; repeat < runs; repeat++) {
+            const seed = options.seed + repeat;
+            for (const policy of series) {
+              cells.push({
+                panel: `${content.name}, ${instances} x Mistral-7B on A6000`,
+                series: policy,
+                repeat,
+                spec: {
+                  policy,
+                  workload: content.name,
+                  instances,
+                  rps,
+                  costModel,
+                  seed,
+                  warmupSeconds: warmupSeconds(requests, rps),
+                  requests: () => content.stream(requests, rps, seed, instances),
+                },
+              });
+            }
           }
         }
       }
@@ -244,7 +259,11 @@ export const policies: Experiment = {
     const all = compare(results);
     const grid = all.filter((g) => !isBeyond(g.key));
     const beyond = all.filter((g) => isBeyond(g.key));
-    const whole = compare(results, 'whole');
+    const whole = compare(results, 'whole', 0);
+    const firstSeed = compare(results, 'steady', 0);
+    const seeds = seedCount(results);
+    const seed0 = firstSeedOf(results);
+    const pooled = seeds > 1;
     const lines = [
       '## How the grid is built',
       '',
@@ -253,16 +272,25 @@ export const policies: Experiment = {
       '"medium" and "light" are a half and a quarter of it. The rates (the columns above) therefore follow the workload',
       "generators as they change. Cost model: Mistral-7B on A6000; engines' queue policy lpm for every policy.",
       "Working sets scale with the cluster as the authors' generators do (each panel states its own against the fleet's KV).",
+      ...(pooled
+        ? [
+            `Every cell runs on ${seeds} seeds (${seedList(seed0, seeds)}), each drawing its workload anew at the rates of seed ${seed0}'s sweep`,
+            `(trace replays run once: a seed changes only their prompts' token ids). The tables and plots above show seed ${seed0};`,
+            "the verdicts below pool the seeds request by request (a cell's p99 is the 99th percentile of all its seeds'",
+            'requests after the warm-up): a p99 of one run is one request of a hundred, and on a workload whose slowest',
+            'requests are a few cold giant prompts it lands on whichever of them a seed happens to hold.',
+          ]
+        : []),
       ...(skipped.length > 0 ? ['', ...skipped.map((s) => `- ${s}`)] : []),
       '',
       '## e2-plus against each anchor',
       '',
-      `Per cell (panel and load) and anchor: the anchor's latency divided by e2-plus's (above 1: e2-plus is faster), mean / p99.`,
+      `Per cell (panel and load) and anchor: the anchor's latency divided by e2-plus's (above 1: e2-plus is faster), mean / p99${pooled ? `, over the ${seeds} seeds pooled` : ''}.`,
       `A cell is won when e2-plus is ahead by more than ${EVEN * 100}% on one of mean and p99 and not behind by more than`,
       `${EVEN * 100}% on the other, lost when it is behind by more than ${EVEN * 100}% on either, even otherwise.`,
       `Each run lasts at least three of E2's windows (${WINDOW_SECONDS} s each: at least the grid's requests, more where the rate`,
       'needs them) and every figure leaves the first window out as warm-up (caches start cold and the window empty); the',
-      'last column counts the same cells over every request, the cold start included. The sweep that sets the rates runs',
+      `last column counts the same cells over every request, the cold start included${pooled ? ` (seed ${seed0})` : ''}. The sweep that sets the rates runs`,
       `the grid's requests or ${SWEEP_MIN_SECONDS} s of arrivals, whichever is more.`,
       '',
       '| anchor | cells won | even | lost | mean: won / even / lost | p99: won / even / lost | whole run: won / even / lost |',
@@ -288,46 +316,91 @@ export const policies: Experiment = {
         ),
       );
     }
+    if (pooled) {
+      lines.push(
+        '',
+        `Each seed alone (its own runs, the warm-up left out; trace replays ran on seed ${seed0} only and count in its row):`,
+        '',
+        '| seed | target: won / even / lost | beyond the target: won / even / lost |',
+        '|---|---|---|',
+      );
+      for (let k = 0; k < seeds; k++) {
+        const one = compare(results, 'steady', k);
+        const count = (list: readonly Comparison[]) =>
+          (['won', 'even', 'lost'] as const).map((v) => list.filter((g) => g.cell === v).length).join(' / ');
+        lines.push(
+          `| ${seed0 + k} | ${count(one.filter((g) => !isBeyond(g.key)))} | ${count(one.filter((g) => isBeyond(g.key)))} |`,
+        );
+      }
+    }
     lines.push('', `| cell | e2-plus mean / p99 | ${ANCHORS.join(' | ')} |`);
     lines.push(`|---|---|${ANCHORS.map(() => '---').join('|')}|`);
     for (const key of unique(all.map((g) => g.key))) {
       const row = all.filter((g) => g.key === key);
-      const s = row[0]!.subject;
+      const mine = latencyOfRuns(row[0]!.subjectRuns, 'steady');
       const cols = ANCHORS.map((a) => {
         const g = row.find((x) => x.anchor === a);
         if (g === undefined) return '';
         const mark = g.cell === 'lost' ? ' **L**' : g.cell === 'won' ? ' W' : '';
         return `${fixed(g.meanRatio, 2)} / ${fixed(g.p99Ratio, 2)}${mark}`;
       });
-      lines.push(
-        `| ${key} | ${fixed(s.report.latency.mean, 2)} / ${fixed(s.report.latency.p99, 2)} | ${cols.join(' | ')} |`,
-      );
+      lines.push(`| ${key} | ${fixed(mine.mean, 2)} / ${fixed(mine.p99, 2)} | ${cols.join(' | ')} |`);
     }
+    // Each seed's own losses, where the cell ran on more than one (a trace replay's one run is its pooled row).
+    const perSeed = pooled
+      ? Array.from({ length: seeds }, (_, k) =>
+          compare(results, 'steady', k)
+            .filter((g) => g.cell === 'lost' && repeated(results, g))
+            .map((g) => ({ g, view: `seed ${seed0 + k}` })),
+        ).flat()
+      : [];
+    const pooledView = (g: Comparison) =>
+      !pooled
+        ? 'warm-up left out'
+        : g.subjectRuns.length > 1
+          ? `${seeds} seeds pooled`
+          : `seed ${seed0} (run once)`;
     const lost = [
-      ...all.filter((g) => g.cell === 'lost').map((g) => ({ g, view: 'warm-up left out' })),
-      ...whole.filter((g) => g.cell === 'lost').map((g) => ({ g, view: 'whole run' })),
+      ...all.filter((g) => g.cell === 'lost').map((g) => ({ g, view: pooledView(g) })),
+      ...perSeed,
+      ...whole
+        .filter((g) => g.cell === 'lost')
+        .map((g) => ({ g, view: pooled ? `seed ${seed0}, whole run` : 'whole run' })),
     ];
     lines.push('', '## Where e2-plus loses, and the mechanism measured', '');
-    if (lost.length === 0) lines.push('Nowhere in this grid, in either view.');
+    if (lost.length === 0) lines.push(`Nowhere in this grid, in ${pooled ? 'any' : 'either'} view.`);
     else {
       lines.push(
-        'Per lost comparison (in either view): cached share of prompt tokens (hit), load spread (max / mean requests',
+        `Per lost comparison (in ${pooled ? 'any' : 'either'} view): cached share of prompt tokens (hit), load spread (max / mean requests`,
         'per instance), mean TTFT (queueing before the first token) and mean TPOT (decode), e2-plus against the anchor,',
-        'after the warm-up; the mechanism names the largest relative difference among them.',
+        'after the warm-up; the mechanism names the largest relative difference among them. The interval is how far',
+        `the lost ratio moves with another draw of the same requests: a ${INTERVAL_LEVEL * 100}% paired bootstrap over the requests`,
+        `(${INTERVAL_RESAMPLES} resamples, each request's latency under both policies kept together; warm-up views only). A loss whose`,
+        `interval lies entirely below ${1 - EVEN} is beyond the run's noise ("beyond noise"); one whose interval reaches ${1 - EVEN} could be`,
+        `a draw of requests (a p99 is one request of a hundred).${pooled ? " A pooled row gives each seed's ratios in place of the mechanism." : ''}`,
         '',
-        '| cell | anchor | view | mean / p99 ratio | hit | spread | TTFT mean | TPOT mean | mechanism |',
-        '|---|---|---|---|---|---|---|---|---|',
+        '| cell | anchor | view | mean / p99 ratio | interval of the lost ratio | hit | spread | TTFT mean | TPOT mean | mechanism |',
+        '|---|---|---|---|---|---|---|---|---|---|',
       );
       for (const { g, view } of lost) {
+        const ratios = `${fixed(g.meanRatio, 2)} / ${fixed(g.p99Ratio, 2)}`;
+        const isWhole = view.endsWith('whole run');
+        const interval = isWhole ? '-' : lossIntervalText(g);
+        if (g.subjectRuns.length > 1) {
+          lines.push(
+            `| ${g.key} | ${g.anchor} | ${view} | ${ratios} | ${interval} | - | - | - | - | per seed, mean / p99: ${perSeedRatios(results, g)} |`,
+          );
+          continue;
+        }
         const a = g.other.report;
         const s = g.subject.report;
-        const steadyLost = all.some((x) => x.key === g.key && x.anchor === g.anchor && x.cell === 'lost');
+        const steadyLost = firstSeed.some(
+          (x) => x.key === g.key && x.anchor === g.anchor && x.cell === 'lost',
+        );
         const why =
-          view === 'whole run' && !steadyLost
-            ? 'the cold start: lost only with the warm-up counted'
-            : mechanism(g);
+          isWhole && !steadyLost ? 'the cold start: lost only with the warm-up counted' : mechanism(g);
         lines.push(
-          `| ${g.key} | ${g.anchor} | ${view} | ${fixed(g.meanRatio, 2)} / ${fixed(g.p99Ratio, 2)} | ${fixed(s.cacheHitRate, 3)} vs ${fixed(a.cacheHitRate, 3)} | ${fixed(spread(g.subject), 2)} vs ${fixed(spread(g.other), 2)} | ${fixed(s.ttft.mean, 2)} vs ${fixed(a.ttft.mean, 2)} | ${fixed(s.tpot.mean, 4)} vs ${fixed(a.tpot.mean, 4)} | ${why} |`,
+          `| ${g.key} | ${g.anchor} | ${view} | ${ratios} | ${interval} | ${fixed(s.cacheHitRate, 3)} vs ${fixed(a.cacheHitRate, 3)} | ${fixed(spread(g.subject), 2)} vs ${fixed(spread(g.other), 2)} | ${fixed(s.ttft.mean, 2)} vs ${fixed(a.ttft.mean, 2)} | ${fixed(s.tpot.mean, 4)} vs ${fixed(a.tpot.mean, 4)} | ${why} |`,
         );
       }
     }
@@ -339,21 +412,33 @@ export const policies: Experiment = {
     const all = compare(results);
     const grid = all.filter((g) => !isBeyond(g.key));
     const beyond = all.filter((g) => isBeyond(g.key));
+    const seeds = seedCount(results);
+    const seed0 = firstSeedOf(results);
+    const pooled = seeds > 1 ? `, over seeds ${seedList(seed0, seeds)} pooled request by request` : '';
+    /** Lost comparisons on each seed's runs alone, for the claims line. */
+    const eachSeed = (target: boolean) =>
+      seeds > 1
+        ? `; each seed alone (${seedList(seed0, seeds)}${target ? '' : `; trace replays on seed ${seed0} only`}): lost ${Array.from(
+            { length: seeds },
+            (_, k) =>
+              compare(results, 'steady', k).filter((g) => isBeyond(g.key) !== target && g.cell === 'lost')
+                .length,
+          ).join(' / ')}`
+        : '';
     if (grid.length > 0) {
-      const whole = compare(results, 'whole').filter((g) => !isBeyond(g.key));
+      const whole = compare(results, 'whole', 0).filter((g) => !isBeyond(g.key));
       claims.push({
         id: 'e2-plus-vs-anchors',
         source: 'issue 11 (ours)',
-        statement:
-          'e2-plus at or ahead of every anchor on mean and p99 in every cell (the stated warm-up left out)',
+        statement: `e2-plus at or ahead of every anchor on mean and p99 in every cell (the stated warm-up left out${pooled})`,
         paper: '-',
-        measured: tally(grid),
+        measured: `${tally(grid)}${beyondNoise(grid)}${eachSeed(true)}`,
         holds: grid.every((g) => g.cell !== 'lost'),
       });
       claims.push({
         id: 'e2-plus-vs-anchors-whole-run',
         source: 'issue 11 (ours)',
-        statement: 'the same over every request of each run, the cold start included',
+        statement: `the same over every request of each run, the cold start included${seeds > 1 ? ` (seed ${seed0})` : ''}`,
         paper: '-',
         measured: tally(whole),
         holds: whole.every((g) => g.cell !== 'lost'),
@@ -363,19 +448,26 @@ export const policies: Experiment = {
       claims.push({
         id: 'e2-plus-vs-anchors-beyond',
         source: 'ours (beyond issue 11)',
-        statement: `the same on workloads outside the target (${beyondNames(beyond).join(', ')}), the warm-up left out`,
+        statement: `the same on workloads outside the target (${beyondNames(beyond).join(', ')}), the warm-up left out${pooled}`,
         paper: '-',
-        measured: tally(beyond),
+        measured: `${tally(beyond)}${beyondNoise(beyond)}${eachSeed(false)}`,
         holds: beyond.every((g) => g.cell !== 'lost'),
       });
     }
     const e2 = results.filter(
-      (r) => r.cell.series === 'e2' && paperPanel(r.cell.panel) && loadOf(results, r) !== 'light',
+      (r) =>
+        r.cell.series === 'e2' &&
+        repeatOf(r) === 0 &&
+        paperPanel(r.cell.panel) &&
+        loadOf(results, r) !== 'light',
     );
     const ratios = e2.flatMap((r) => {
       const rr = results.find(
         (x) =>
-          x.cell.series === 'round-robin' && x.cell.panel === r.cell.panel && x.report.rps === r.report.rps,
+          x.cell.series === 'round-robin' &&
+          repeatOf(x) === 0 &&
+          x.cell.panel === r.cell.panel &&
+          x.report.rps === r.report.rps,
       );
       return rr === undefined
         ? []
@@ -393,8 +485,7 @@ export const policies: Experiment = {
       claims.push({
         id: 'e2-vs-round-robin',
         source: 'Preble (ICLR 25), Figure 3',
-        statement:
-          "E2 within the paper's range over round robin where the paper's setup applies (one workload at a time, medium and heavy load)",
+        statement: `E2 within the paper's range over round robin where the paper's setup applies (one workload at a time, medium and heavy load${seeds > 1 ? `; seed ${seed0}` : ''})`,
         paper: '1.5x-14.5x mean, 2x-10x p99 latency',
         measured: `round robin / e2: ${fixed(
           lo((x) => x.mean),
@@ -421,8 +512,12 @@ type Verdict = 'won' | 'even' | 'lost';
 interface Comparison {
   readonly key: string;
   readonly anchor: string;
+  /** The first runs (seed `--seed`) of e2-plus and the anchor in this cell: the mechanism columns read them. */
   readonly subject: CellResult;
   readonly other: CellResult;
+  /** Every run the ratios pool (one per seed; just the first outside a pooled comparison). */
+  readonly subjectRuns: readonly CellResult[];
+  readonly otherRuns: readonly CellResult[];
   /** Anchor over e2-plus: above 1, e2-plus is faster. */
   readonly meanRatio: number;
   readonly p99Ratio: number;
@@ -443,29 +538,113 @@ function verdict(ratio: number): Verdict {
  */
 type View = 'steady' | 'whole';
 
-function latencyOf(r: CellResult, view: View) {
-  return view === 'whole' ? (r.report.warmup?.wholeRunLatency ?? r.report.latency) : r.report.latency;
+/** Which runs a comparison reads: every seed's, pooled request by request, or one seed's (its repeat). */
+type Scope = 'pooled' | number;
+
+/** The run's repeat index (0: the first seed). */
+const repeatOf = (r: CellResult) => r.cell.repeat ?? 0;
+
+/** How many seeds the grid's cells ran on. */
+function seedCount(results: readonly CellResult[]): number {
+  return Math.max(0, ...results.map(repeatOf)) + 1;
 }
 
-function compare(results: readonly CellResult[], view: View = 'steady'): Comparison[] {
+/**
+ * Mean and p99 latency of `runs` together: one run's own figures, or over the union of the runs'
+ * requests after the warm-up (a p99 of several seeds is the 99th percentile of all their requests).
+ */
+function latencyOfRuns(runs: readonly CellResult[], view: View): { mean: number; p99: number } {
+  if (runs.length === 1 || runs.some((r) => r.steady === undefined)) {
+    const r = runs[0]!;
+    return view === 'whole' ? (r.report.warmup?.wholeRunLatency ?? r.report.latency) : r.report.latency;
+  }
+  if (view === 'whole') throw new Error('the whole-run view reads one seed');
+  return percentiles(pooledLatency(runs).latency);
+}
+
+/** The runs' steady latencies in one sample, each request named by its run's repeat and its id. */
+function pooledLatency(runs: readonly CellResult[]): { ids: string[]; latency: Float64Array } {
+  const ids = runs.flatMap((r) => r.steady!.ids.map((id) => `${repeatOf(r)}:${id}`));
+  const latency = new Float64Array(ids.length);
+  let at = 0;
+  for (const r of runs) {
+    latency.set(r.steady!.latency, at);
+    at += r.steady!.latency.length;
+  }
+  return { ids, latency };
+}
+
+function compare(
+  results: readonly CellResult[],
+  view: View = 'steady',
+  scope: Scope = 'pooled',
+): Comparison[] {
+  const first = scope === 'pooled' ? 0 : scope;
   const out: Comparison[] = [];
-  for (const s of results.filter((r) => r.cell.series === SUBJECT)) {
+  for (const s of results.filter((r) => r.cell.series === SUBJECT && repeatOf(r) === first)) {
     const key = `${s.cell.panel} @ ${s.report.rps} rps (${loadOf(results, s)})`;
-    for (const anchor of ANCHORS) {
-      const other = results.find(
-        (r) => r.cell.series === anchor && r.cell.panel === s.cell.panel && r.report.rps === s.report.rps,
+    const runsOf = (series: string) =>
+      results.filter(
+        (r) =>
+          r.cell.series === series &&
+          r.cell.panel === s.cell.panel &&
+          r.report.rps === s.report.rps &&
+          (scope === 'pooled' || repeatOf(r) === scope),
       );
+    const subjectRuns = runsOf(SUBJECT);
+    const mine = latencyOfRuns(subjectRuns, view);
+    for (const anchor of ANCHORS) {
+      const otherRuns = runsOf(anchor);
+      const other = otherRuns.find((r) => repeatOf(r) === first);
       if (other === undefined) continue;
-      const meanRatio = latencyOf(other, view).mean / latencyOf(s, view).mean;
-      const p99Ratio = latencyOf(other, view).p99 / latencyOf(s, view).p99;
+      const theirs = latencyOfRuns(otherRuns, view);
+      const meanRatio = theirs.mean / mine.mean;
+      const p99Ratio = theirs.p99 / mine.p99;
       const mean = verdict(meanRatio);
       const p99 = verdict(p99Ratio);
       const cell: Verdict =
         mean === 'lost' || p99 === 'lost' ? 'lost' : mean === 'won' || p99 === 'won' ? 'won' : 'even';
-      out.push({ key, anchor, subject: s, other, meanRatio, p99Ratio, mean, p99, cell });
+      out.push({
+        key,
+        anchor,
+        subject: s,
+        other,
+        subjectRuns,
+        otherRuns,
+        meanRatio,
+        p99Ratio,
+        mean,
+        p99,
+        cell,
+      });
     }
   }
   return out;
+}
+
+/** The seed of the grid's first runs. */
+function firstSeedOf(results: readonly CellResult[]): number {
+  return results.find((r) => repeatOf(r) === 0)?.cell.spec.seed ?? 0;
+}
+
+function seedList(first: number, seeds: number): string {
+  return Array.from({ length: seeds }, (_, k) => first + k).join(', ');
+}
+
+/** Whether the comparison's cell ran on more than one seed (a trace replay runs once). */
+function repeated(results: readonly CellResult[], g: Comparison): boolean {
+  return results.some((r) => r.cell.panel === g.subject.cell.panel && repeatOf(r) > 0);
+}
+
+/** A pooled comparison's ratios on each seed alone, mean / p99, in seed order. */
+function perSeedRatios(results: readonly CellResult[], g: Comparison): string {
+  return g.subjectRuns
+    .map((s) => {
+      const other = g.otherRuns.find((r) => repeatOf(r) === repeatOf(s));
+      if (other === undefined) return '';
+      return `${fixed(other.report.latency.mean / s.report.latency.mean, 2)} / ${fixed(other.report.latency.p99 / s.report.latency.p99, 2)}`;
+    })
+    .join(', ');
 }
 
 /** The workload a panel (or a comparison's key) runs: its name before the first comma. */
@@ -508,6 +687,82 @@ function tally(grid: readonly Comparison[]): string {
     return `${a} ${rows.filter((g) => g.cell === 'won').length}/${rows.filter((g) => g.cell === 'even').length}/${rows.filter((g) => g.cell === 'lost').length}`;
   }).join(', ');
   return `${cells} cells x ${ANCHORS.length} anchors: won ${count('won')}, even ${count('even')}, lost ${count('lost')} (won/even/lost per anchor: ${perAnchor})`;
+}
+
+/** The paired bootstrap behind each lost comparison's interval (`pairedRatioInterval`). */
+const INTERVAL_LEVEL = 0.95;
+const INTERVAL_RESAMPLES = 1000;
+
+/** Each lost ratio's interval, by e2-plus's first run, then anchor and runs pooled (discuss and claims both ask; the bootstrap is not free). */
+const intervals = new WeakMap<CellResult, Map<string, readonly LostInterval[]>>();
+
+interface LostInterval {
+  readonly stat: 'mean' | 'p99';
+  readonly ratio: number;
+  readonly lo: number;
+  readonly hi: number;
+}
+
+/**
+ * The paired bootstrap interval of each ratio a comparison lost on (anchor over e2-plus, the warm-up
+ * left out), over the requests both policies completed in the runs it pools; none where a result
+ * carries no per-request latencies.
+ */
+function lostIntervals(g: Comparison): readonly LostInterval[] {
+  const bySubject = intervals.get(g.subject) ?? new Map<string, readonly LostInterval[]>();
+  intervals.set(g.subject, bySubject);
+  const cacheKey = `${g.anchor} ${g.subjectRuns.length}`;
+  const known = bySubject.get(cacheKey);
+  if (known !== undefined) return known;
+  const out: LostInterval[] = [];
+  if ([...g.subjectRuns, ...g.otherRuns].every((r) => r.steady !== undefined)) {
+    const a = pooledLatency(g.otherRuns);
+    const b = pooledLatency(g.subjectRuns);
+    const at = new Map(a.ids.map((id, i) => [id, i]));
+    const pairs = b.ids.flatMap((id, i) => {
+      const j = at.get(id);
+      return j === undefined ? [] : [[a.latency[j]!, b.latency[i]!] as const];
+    });
+    if (pairs.length > 0) {
+      const anchor = Float64Array.from(pairs, (p) => p[0]);
+      const subject = Float64Array.from(pairs, (p) => p[1]);
+      const lost: [LostInterval['stat'], number, Statistic][] = [
+        ['mean', g.meanRatio, 'mean'],
+        ['p99', g.p99Ratio, 0.99],
+      ];
+      for (const [stat, ratio, statistic] of lost) {
+        if (verdict(ratio) !== 'lost') continue;
+        const { lo, hi } = pairedRatioInterval(anchor, subject, statistic, {
+          level: INTERVAL_LEVEL,
+          resamples: INTERVAL_RESAMPLES,
+        });
+        out.push({ stat, ratio, lo, hi });
+      }
+    }
+  }
+  bySubject.set(cacheKey, out);
+  return out;
+}
+
+/** A lost ratio's interval, beyond the run's noise when it lies entirely below even. */
+function isBeyondNoise(i: LostInterval): boolean {
+  return i.hi < 1 - EVEN;
+}
+
+function lossIntervalText(g: Comparison): string {
+  const list = lostIntervals(g);
+  if (list.length === 0) return '-';
+  return list
+    .map((i) => `${i.stat} ${fixed(i.lo, 2)}-${fixed(i.hi, 2)}${isBeyondNoise(i) ? ' (beyond noise)' : ''}`)
+    .join('; ');
+}
+
+/** How many lost comparisons lost beyond the run's noise on some ratio (the claims line; nothing when none lost). */
+function beyondNoise(grid: readonly Comparison[]): string {
+  const lost = grid.filter((g) => g.cell === 'lost');
+  if (lost.length === 0) return '';
+  const real = lost.filter((g) => lostIntervals(g).some(isBeyondNoise)).length;
+  return `; lost beyond the run's noise (${INTERVAL_LEVEL * 100}% paired-bootstrap interval of the lost ratio entirely below ${1 - EVEN}): ${real} of ${lost.length}`;
 }
 
 /** The load name of a result's rate within its panel (rates sorted: light, medium, heavy). */

@@ -1,4 +1,5 @@
 import { percentileOfSorted } from '../report/stats.ts';
+import { isCompleted } from '../sim/metrics/record.ts';
 import type { SimRecord } from '../sim/record.ts';
 import { runSimulation } from '../sim/run.ts';
 import type { Cell, CellResult } from './types.ts';
@@ -12,10 +13,22 @@ export function runCells(
   cells.forEach((cell, n) => {
     const { report, result } = runSimulation(cell.spec);
     const preemptions = result.engines.reduce((s, e) => s + e.preemptionsTotal, 0);
-    results.push({ cell, report, preemptions, p95: p95Of(result.records) });
+    results.push({
+      cell,
+      report,
+      preemptions,
+      p95: p95Of(result.records),
+      steady: steadyOf(result.records, cell.spec.warmupSeconds ?? 0),
+    });
     onCell?.(n + 1, cells.length, cell);
   });
   return results;
+}
+
+/** The latency of each completed request that arrived after the warm-up (as the report's figures count them). */
+function steadyOf(records: readonly SimRecord[], warmup: number): NonNullable<CellResult['steady']> {
+  const kept = records.filter((r) => isCompleted(r) && r.arrival >= warmup);
+  return { ids: kept.map((r) => r.id), latency: Float64Array.from(kept, (r) => r.finish - r.arrival) };
 }
 
 /** The 95th percentiles of TTFT and latency over the completed requests (seed 002 reports p95). */

@@ -8,6 +8,12 @@ export interface Cell {
   /** The series inside the panel: a policy or an ablation step. */
   readonly series: string;
   readonly spec: SimSpec;
+  /**
+   * Which run of the cell on its own seed (the experiment's seed + `repeat`), where the experiment
+   * repeats its cells to pool them (`Experiment.defaultRepeats`); the report's tables and plots show
+   * run 0 (absent: the cell's only run).
+   */
+  readonly repeat?: number;
 }
 
 export interface CellResult {
@@ -17,12 +23,20 @@ export interface CellResult {
   readonly preemptions: number;
   /** 95th percentiles (nearest rank) over the completed requests, seconds: TTFT and end-to-end latency. */
   readonly p95?: { readonly ttft: number; readonly latency: number };
+  /**
+   * End-to-end latency (seconds) of each completed request that arrived after the warm-up, in the
+   * run's record order, with its id: two runs of one stream pair request by request (kept in memory
+   * for the report's intervals, not written to results.json).
+   */
+  readonly steady?: { readonly ids: readonly string[]; readonly latency: Float64Array };
 }
 
 export interface ExperimentOptions {
   /** Requests per simulation. */
   readonly requests: number;
   readonly seed: number;
+  /** Runs of each cell, on seeds seed, seed + 1, ... (experiments with `defaultRepeats` only). */
+  readonly repeats?: number;
   /** Restrict the series (policies or steps) to these. */
   readonly only?: readonly string[];
   /** Files the experiment may read (the Azure trace). */
@@ -55,6 +69,11 @@ export interface Experiment {
   readonly title: string;
   /** Requests per simulation when `--requests` is not given: the size its committed report was made with. */
   readonly defaultRequests: number;
+  /**
+   * Runs of each cell on consecutive seeds when `--repeats` is not given (the committed report's);
+   * only an experiment that sets it pools repeated runs, the others refuse `--repeats`.
+   */
+  readonly defaultRepeats?: number;
   cells(options: ExperimentOptions): Cell[];
   /** Series renamed since a release: old name -> new name (`--only` refuses the old one with a hint). */
   readonly renamedSeries?: Readonly<Record<string, string>>;

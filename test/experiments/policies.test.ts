@@ -74,6 +74,140 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \| .* \| \d+ \/ \d+ \/ \d+ \|$/m);
 });
 
+test('a lost comparison carries the paired interval of the ratio it lost on, and the claims count the losses beyond noise', () => {
+  const cells = policies.cells({ requests: 20, seed: 0, only: ['e2-plus'], ...missing });
+  const [subject] = runCells([shortened(cells.find((c) => c.panel.startsWith('toolbench, 4 '))!, 40)]);
+  assert.ok(subject?.steady !== undefined && subject.steady.latency.length > 0);
+  // An anchor that ran every request of the same stream in 80% of e2-plus's time: lost on mean and
+  // p99 by 20%, and not by a draw of requests.
+  const faster = (
+    r: NonNullable<typeof subject>,
+    series: string,
+    scale: (x: number, i: number) => number,
+  ) => {
+    const latency = r.steady!.latency.map(scale);
+    const sorted = Float64Array.from(latency).sort();
+    return {
+      ...r,
+      cell: { ...r.cell, series },
+      steady: { ids: r.steady!.ids, latency },
+      report: {
+        ...r.report,
+        latency: {
+          ...r.report.latency,
+          mean: latency.reduce((a, b) => a + b, 0) / latency.length,
+          p99: sorted[Math.ceil(0.99 * sorted.length) - 1]!,
+        },
+      },
+    };
+  };
+  const anchor = faster(subject, 'cache-aware', (x) => 0.8 * x);
+  const text = policies.discuss([subject, anchor]);
+  assert.match(
+    text,
+    /\| cache-aware \| warm-up left out \| 0\.8 \/ 0\.8 \| mean 0\.8-0\.8 \(beyond noise\); p99 0\.8-0\.8 \(beyond noise\) \|/,
+  );
+  const claim = policies.claims!([subject, anchor]).find((c) => c.id === 'e2-plus-vs-anchors');
+  assert.match(
+    claim?.measured ?? '',
+    /lost beyond the run's noise \(95% paired-bootstrap interval of the lost ratio entirely below 0\.98\): 1 of 1$/,
+  );
+  // Only the slowest request faster under the anchor: lost, but the interval reaches even (a draw of
+  // requests without it, about a third of them, gives a ratio of 1).
+  const slowest = subject.steady.latency.indexOf(Math.max(...subject.steady.latency));
+  const lucky = faster(subject, 'kv-cost', (x, i) => (i === slowest ? 0.5 * x : x));
+  const luckyClaim = policies.claims!([subject, lucky]).find((c) => c.id === 'e2-plus-vs-anchors');
+  assert.match(luckyClaim!.measured, /lost 1 .*: 0 of 1$/);
+});
+
+test("repeats: every cell runs on consecutive seeds at the first seed's rates, a replayed trace once; the verdict pools the seeds request by request", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'policies-'));
+  try {
+    const rows = Array.from({ length: 30 }, (_, i) => {
+      const t = new Date(Date.UTC(2023, 10, 16, 18, 0, 0) + i * 500)
+        .toISOString()
+        .replace('T', ' ')
+        .replace('Z', '');
+      return `${t},${200 + 10 * i},${5 + (i % 7)}`;
+    });
+    const code = join(dir, 'code.csv');
+    writeFileSync(code, `TIMESTAMP,ContextTokens,GeneratedTokens\n${rows.join('\n')}\n`);
+    const only = ['e2-plus'];
+    const cells = policies.cells({
+      requests: 20,
+      seed: 4,
+      repeats: 3,
+      only,
+      ...missing,
+      azureCodeTrace: code,
+    });
+    const toolbench = cells.filter((c) => c.panel.startsWith('toolbench, 4 '));
+    assert.equal(toolbench.length, LOADS.length * 3);
+    for (const rps of new Set(toolbench.map((c) => c.spec.rps))) {
+      const runs = toolbench.filter((c) => c.spec.rps === rps);
+      assert.deepEqual(
+        runs.map((c) => [c.repeat, c.spec.seed]),
+        [
+          [0, 4],
+          [1, 5],
+          [2, 6],
+        ],
+      );
+      // Each seed draws its own workload.
+      const first = (c: (typeof runs)[number]) => [...c.spec.requests()][0]!.tokens.join(',');
+      assert.notEqual(first(runs[0]!), first(runs[1]!));
+    }
+    const trace = cells.filter((c) => c.panel.startsWith('azure-code, 4 '));
+    assert.equal(trace.length, LOADS.length, 'a replayed trace runs once');
+    assert.ok(trace.every((c) => c.repeat === 0 && c.spec.seed === 4));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // The verdict: e2-plus on seeds 0 and 1 against an anchor that is 10% faster on seed 0's runs and
+  // 10% slower on seed 1's. Each seed alone loses one and wins one; pooled, the cell is even or won.
+  const cells = policies.cells({ requests: 20, seed: 0, repeats: 2, only: ['e2-plus'], ...missing });
+  const light = cells.filter(
+    (c) =>
+      c.panel.startsWith('toolbench, 4 ') &&
+      c.spec.rps === Math.min(...cells.filter((x) => x.panel === c.panel).map((x) => x.spec.rps)),
+  );
+  const runs = runCells(light.map((c) => shortened(c, 40)));
+  assert.deepEqual(
+    runs.map((r) => r.cell.repeat),
+    [0, 1],
+  );
+  const scaled = (r: (typeof runs)[number], factor: number) => {
+    const latency = r.steady!.latency.map((x) => factor * x);
+    const sorted = Float64Array.from(latency).sort();
+    return {
+      ...r,
+      cell: { ...r.cell, series: 'cache-aware' },
+      steady: { ids: r.steady!.ids, latency },
+      report: {
+        ...r.report,
+        latency: {
+          ...r.report.latency,
+          mean: latency.reduce((a, b) => a + b, 0) / latency.length,
+          p99: sorted[Math.ceil(0.99 * sorted.length) - 1]!,
+        },
+      },
+    };
+  };
+  const results = [...runs, scaled(runs[0]!, 0.9), scaled(runs[1]!, 1.1)];
+  const claim = policies.claims!(results).find((c) => c.id === 'e2-plus-vs-anchors')!;
+  assert.match(claim.statement, /over seeds 0, 1 pooled request by request/);
+  assert.match(claim.measured, /each seed alone \(0, 1\): lost 1 \/ 0$/);
+  const pooled = /won (\d+), even (\d+), lost (\d+)/.exec(claim.measured)!.map(Number);
+  assert.equal(pooled[3], 0, claim.measured);
+  const text = policies.discuss(results);
+  assert.match(text, /Every cell runs on 2 seeds \(0, 1\)/);
+  assert.match(text, /\| 0 \| 0 \/ 0 \/ 1 \| 0 \/ 0 \/ 0 \|/);
+  assert.match(
+    text,
+    /\| cache-aware \| seed 0 \| 0\.9 \/ 0\.9 \| mean 0\.9-0\.9 \(beyond noise\); p99 0\.9-0\.9 \(beyond noise\) \|/,
+  );
+});
+
 test('beyond the target: an Azure trace panel replays its rows (never more), counted in a claim of its own', () => {
   const dir = mkdtempSync(join(tmpdir(), 'policies-'));
   try {
