@@ -23,17 +23,25 @@ interface Row {
 const [basePath, variantPath] = process.argv.slice(2);
 if (basePath === undefined) throw new Error('usage: e2-plus-grid-compare.ts BASE.json [VARIANT.json]');
 const read = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Row[];
+/** A cell: panel, rate and (in a grid run on several seeds) seed. */
+const keyOf = (r: Row) => `${r.panel} @ ${r.rps}${r.seed === undefined ? '' : ` seed ${r.seed}`}`;
 const cells = new Map<string, Map<string, Row>>();
 for (const r of read(basePath)) {
-  const key = `${r.panel} @ ${r.rps}${r.seed === undefined ? '' : ` seed ${r.seed}`}`;
+  const key = keyOf(r);
   if (!cells.has(key)) cells.set(key, new Map());
   cells.get(key)!.set(r.series, r);
 }
 const base = new Map([...cells].map(([k, s]) => [k, s.get('e2-plus')!]));
 if (variantPath !== undefined)
-  for (const r of read(variantPath))
-    if (r.series === 'e2-plus')
-      cells.get(`${r.panel} @ ${r.rps}${r.seed === undefined ? '' : ` seed ${r.seed}`}`)?.set('e2-plus', r);
+  for (const r of read(variantPath)) {
+    if (r.series !== 'e2-plus') continue;
+    const key = keyOf(r);
+    const cell = cells.get(key);
+    // A variant run at other rates or seeds than the base would be scored as the base's e2-plus.
+    if (cell === undefined)
+      throw new Error(`variant cell '${key}' is not in ${basePath} (same --seed and --repeats?)`);
+    cell.set('e2-plus', r);
+  }
 
 const count = { won: 0, even: 0, lost: 0, lostOnMean: 0 };
 const losses: string[] = [];

@@ -373,11 +373,13 @@ export const policies: Experiment = {
       lines.push(
         `Per lost comparison (in ${pooled ? 'any' : 'either'} view): cached share of prompt tokens (hit), load spread (max / mean requests`,
         'per instance), mean TTFT (queueing before the first token) and mean TPOT (decode), e2-plus against the anchor,',
-        'after the warm-up; the mechanism names the largest relative difference among them. The interval is how far',
-        `the lost ratio moves with another draw of the same requests: a ${INTERVAL_LEVEL * 100}% paired bootstrap over the requests`,
-        `(${INTERVAL_RESAMPLES} resamples, each request's latency under both policies kept together; warm-up views only). A loss whose`,
-        `interval lies entirely below ${1 - EVEN} is beyond the run's noise ("beyond noise"); one whose interval reaches ${1 - EVEN} could be`,
-        `a draw of requests (a p99 is one request of a hundred).${pooled ? " A pooled row gives each seed's ratios in place of the mechanism." : ''}`,
+        'after the warm-up; the mechanism names the largest relative difference among them. The interval of the lost ratio is a',
+        `${INTERVAL_LEVEL * 100}% paired bootstrap over the requests (${INTERVAL_RESAMPLES} resamples of the n requests both policies completed, each`,
+        "request's two latencies kept together; warm-up views only): how far the ratio moves with another draw of requests",
+        "within these runs. It leaves out what varies from run to run (a run's requests share its queues and caches), and a",
+        'p99 rests on the slowest 1% of the n requests. A loss is **firm** when its interval lies entirely below',
+        `${1 - EVEN}${pooled ? ' and, pooled over seeds, each seed alone lost it too' : ''}; one that is not firm could be a draw of requests${pooled ? ' or of seeds' : ''}.`,
+        ...(pooled ? ["A pooled row gives each seed's ratios in place of the mechanism."] : []),
         '',
         '| cell | anchor | view | mean / p99 ratio | interval of the lost ratio | hit | spread | TTFT mean | TPOT mean | mechanism |',
         '|---|---|---|---|---|---|---|---|---|---|',
@@ -388,7 +390,7 @@ export const policies: Experiment = {
         const interval = isWhole ? '-' : lossIntervalText(g);
         if (g.subjectRuns.length > 1) {
           lines.push(
-            `| ${g.key} | ${g.anchor} | ${view} | ${ratios} | ${interval} | - | - | - | - | per seed, mean / p99: ${perSeedRatios(results, g)} |`,
+            `| ${g.key} | ${g.anchor} | ${view} | ${ratios} | ${interval} | - | - | - | - | per seed, mean / p99: ${perSeedRatios(g)} |`,
           );
           continue;
         }
@@ -432,7 +434,7 @@ export const policies: Experiment = {
         source: 'issue 11 (ours)',
         statement: `e2-plus at or ahead of every anchor on mean and p99 in every cell (the stated warm-up left out${pooled})`,
         paper: '-',
-        measured: `${tally(grid)}${beyondNoise(grid)}${eachSeed(true)}`,
+        measured: `${tally(grid)}${firmLosses(grid)}${eachSeed(true)}`,
         holds: grid.every((g) => g.cell !== 'lost'),
       });
       claims.push({
@@ -450,7 +452,7 @@ export const policies: Experiment = {
         source: 'ours (beyond issue 11)',
         statement: `the same on workloads outside the target (${beyondNames(beyond).join(', ')}), the warm-up left out${pooled}`,
         paper: '-',
-        measured: `${tally(beyond)}${beyondNoise(beyond)}${eachSeed(false)}`,
+        measured: `${tally(beyond)}${firmLosses(beyond)}${eachSeed(false)}`,
         holds: beyond.every((g) => g.cell !== 'lost'),
       });
     }
@@ -554,11 +556,13 @@ function seedCount(results: readonly CellResult[]): number {
  * requests after the warm-up (a p99 of several seeds is the 99th percentile of all their requests).
  */
 function latencyOfRuns(runs: readonly CellResult[], view: View): { mean: number; p99: number } {
-  if (runs.length === 1 || runs.some((r) => r.steady === undefined)) {
+  if (runs.length === 1) {
     const r = runs[0]!;
     return view === 'whole' ? (r.report.warmup?.wholeRunLatency ?? r.report.latency) : r.report.latency;
   }
   if (view === 'whole') throw new Error('the whole-run view reads one seed');
+  if (runs.some((r) => r.steady === undefined))
+    throw new Error('pooling runs needs their per-request latencies');
   return percentiles(pooledLatency(runs).latency);
 }
 
@@ -637,7 +641,7 @@ function repeated(results: readonly CellResult[], g: Comparison): boolean {
 }
 
 /** A pooled comparison's ratios on each seed alone, mean / p99, in seed order. */
-function perSeedRatios(results: readonly CellResult[], g: Comparison): string {
+function perSeedRatios(g: Comparison): string {
   return g.subjectRuns
     .map((s) => {
       const other = g.otherRuns.find((r) => repeatOf(r) === repeatOf(s));
@@ -693,14 +697,21 @@ function tally(grid: readonly Comparison[]): string {
 const INTERVAL_LEVEL = 0.95;
 const INTERVAL_RESAMPLES = 1000;
 
-/** Each lost ratio's interval, by e2-plus's first run, then anchor and runs pooled (discuss and claims both ask; the bootstrap is not free). */
-const intervals = new WeakMap<CellResult, Map<string, readonly LostInterval[]>>();
+/**
+ * Each lost ratio's interval, by e2-plus's first run, the anchor's first run and the runs pooled
+ * (discuss and claims both ask; the bootstrap is not free).
+ */
+const intervals = new WeakMap<CellResult, WeakMap<CellResult, Map<number, readonly LostInterval[]>>>();
 
 interface LostInterval {
   readonly stat: 'mean' | 'p99';
   readonly ratio: number;
   readonly lo: number;
   readonly hi: number;
+  /** Requests paired. */
+  readonly n: number;
+  /** The interval lies below even and every run pooled lost this ratio on its own. */
+  readonly firm: boolean;
 }
 
 /**
@@ -709,10 +720,12 @@ interface LostInterval {
  * carries no per-request latencies.
  */
 function lostIntervals(g: Comparison): readonly LostInterval[] {
-  const bySubject = intervals.get(g.subject) ?? new Map<string, readonly LostInterval[]>();
+  const bySubject =
+    intervals.get(g.subject) ?? new WeakMap<CellResult, Map<number, readonly LostInterval[]>>();
   intervals.set(g.subject, bySubject);
-  const cacheKey = `${g.anchor} ${g.subjectRuns.length}`;
-  const known = bySubject.get(cacheKey);
+  const byOther = bySubject.get(g.other) ?? new Map<number, readonly LostInterval[]>();
+  bySubject.set(g.other, byOther);
+  const known = byOther.get(g.subjectRuns.length);
   if (known !== undefined) return known;
   const out: LostInterval[] = [];
   if ([...g.subjectRuns, ...g.otherRuns].every((r) => r.steady !== undefined)) {
@@ -736,33 +749,33 @@ function lostIntervals(g: Comparison): readonly LostInterval[] {
           level: INTERVAL_LEVEL,
           resamples: INTERVAL_RESAMPLES,
         });
-        out.push({ stat, ratio, lo, hi });
+        const eachRunLost = g.subjectRuns.every((s) => {
+          const o = g.otherRuns.find((r) => repeatOf(r) === repeatOf(s));
+          return o !== undefined && verdict(o.report.latency[stat] / s.report.latency[stat]) === 'lost';
+        });
+        out.push({ stat, ratio, lo, hi, n: pairs.length, firm: hi < 1 - EVEN && eachRunLost });
       }
     }
   }
-  bySubject.set(cacheKey, out);
+  byOther.set(g.subjectRuns.length, out);
   return out;
-}
-
-/** A lost ratio's interval, beyond the run's noise when it lies entirely below even. */
-function isBeyondNoise(i: LostInterval): boolean {
-  return i.hi < 1 - EVEN;
 }
 
 function lossIntervalText(g: Comparison): string {
   const list = lostIntervals(g);
   if (list.length === 0) return '-';
   return list
-    .map((i) => `${i.stat} ${fixed(i.lo, 2)}-${fixed(i.hi, 2)}${isBeyondNoise(i) ? ' (beyond noise)' : ''}`)
+    .map((i) => `${i.stat} ${fixed(i.lo, 2)}-${fixed(i.hi, 2)}, n ${i.n}${i.firm ? ' (**firm**)' : ''}`)
     .join('; ');
 }
 
-/** How many lost comparisons lost beyond the run's noise on some ratio (the claims line; nothing when none lost). */
-function beyondNoise(grid: readonly Comparison[]): string {
+/** How many lost comparisons lost firmly on some ratio (the claims line; nothing when none lost). */
+function firmLosses(grid: readonly Comparison[]): string {
   const lost = grid.filter((g) => g.cell === 'lost');
   if (lost.length === 0) return '';
-  const real = lost.filter((g) => lostIntervals(g).some(isBeyondNoise)).length;
-  return `; lost beyond the run's noise (${INTERVAL_LEVEL * 100}% paired-bootstrap interval of the lost ratio entirely below ${1 - EVEN}): ${real} of ${lost.length}`;
+  const firm = lost.filter((g) => lostIntervals(g).some((i) => i.firm)).length;
+  const pooled = lost.some((g) => g.subjectRuns.length > 1);
+  return `; lost firmly (the lost ratio's ${INTERVAL_LEVEL * 100}% paired-bootstrap interval over requests entirely below ${1 - EVEN}${pooled ? ', and lost on each seed alone' : ''}): ${firm} of ${lost.length}`;
 }
 
 /** The load name of a result's rate within its panel (rates sorted: light, medium, heavy). */

@@ -18,7 +18,11 @@ export function runCells(
       report,
       preemptions,
       p95: p95Of(result.records),
-      steady: steadyOf(result.records, cell.spec.warmupSeconds ?? 0),
+      // Kept only where the experiment pools or pairs runs (a cell with a repeat index): a grid of
+      // millions of requests would otherwise hold every one.
+      ...(cell.repeat === undefined
+        ? {}
+        : { steady: steadyOf(result.records, cell.spec.warmupSeconds ?? 0) }),
     });
     onCell?.(n + 1, cells.length, cell);
   });

@@ -25,8 +25,8 @@ export interface CellResult {
   readonly p95?: { readonly ttft: number; readonly latency: number };
   /**
    * End-to-end latency (seconds) of each completed request that arrived after the warm-up, in the
-   * run's record order, with its id: two runs of one stream pair request by request (kept in memory
-   * for the report's intervals, not written to results.json).
+   * run's record order, with its id: two runs of one stream pair request by request. Kept in memory
+   * for cells with a `repeat` index only (the experiments that pool runs), not written to results.json.
    */
   readonly steady?: { readonly ids: readonly string[]; readonly latency: Float64Array };
 }
@@ -70,7 +70,7 @@ export interface Experiment {
   /** Requests per simulation when `--requests` is not given: the size its committed report was made with. */
   readonly defaultRequests: number;
   /**
-   * Runs of each cell on consecutive seeds when `--repeats` is not given (the committed report's);
+   * Runs of each cell on consecutive seeds when `--repeats` is not given (the committed report's run);
    * only an experiment that sets it pools repeated runs, the others refuse `--repeats`.
    */
   readonly defaultRepeats?: number;
