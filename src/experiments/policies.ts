@@ -260,8 +260,9 @@ export const policies: Experiment = {
     const grid = all.filter((g) => !isBeyond(g.key));
     const beyond = all.filter((g) => isBeyond(g.key));
     const whole = compare(results, 'whole', 0);
-    const firstSeed = compare(results, 'steady', 0);
-    const seeds = seedCount(results);
+    const bySeed = eachSeedComparisons(results);
+    const firstSeed = bySeed[0]!;
+    const seeds = bySeed.length;
     const seed0 = firstSeedOf(results);
     const pooled = seeds > 1;
     const lines = [
@@ -324,8 +325,7 @@ export const policies: Experiment = {
         '| seed | target: won / even / lost | beyond the target: won / even / lost |',
         '|---|---|---|',
       );
-      for (let k = 0; k < seeds; k++) {
-        const one = compare(results, 'steady', k);
+      for (const [k, one] of bySeed.entries()) {
         const count = (list: readonly Comparison[]) =>
           (['won', 'even', 'lost'] as const).map((v) => list.filter((g) => g.cell === v).length).join(' / ');
         lines.push(
@@ -348,11 +348,11 @@ export const policies: Experiment = {
     }
     // Each seed's own losses, where the cell ran on more than one (a trace replay's one run is its pooled row).
     const perSeed = pooled
-      ? Array.from({ length: seeds }, (_, k) =>
-          compare(results, 'steady', k)
+      ? bySeed.flatMap((one, k) =>
+          one
             .filter((g) => g.cell === 'lost' && repeated(results, g))
             .map((g) => ({ g, view: `seed ${seed0 + k}` })),
-        ).flat()
+        )
       : [];
     const pooledView = (g: Comparison) =>
       !pooled
@@ -414,18 +414,16 @@ export const policies: Experiment = {
     const all = compare(results);
     const grid = all.filter((g) => !isBeyond(g.key));
     const beyond = all.filter((g) => isBeyond(g.key));
-    const seeds = seedCount(results);
+    const bySeed = eachSeedComparisons(results);
+    const seeds = bySeed.length;
     const seed0 = firstSeedOf(results);
     const pooled = seeds > 1 ? `, over seeds ${seedList(seed0, seeds)} pooled request by request` : '';
     /** Lost comparisons on each seed's runs alone, for the claims line. */
     const eachSeed = (target: boolean) =>
       seeds > 1
-        ? `; each seed alone (${seedList(seed0, seeds)}${target ? '' : `; trace replays on seed ${seed0} only`}): lost ${Array.from(
-            { length: seeds },
-            (_, k) =>
-              compare(results, 'steady', k).filter((g) => isBeyond(g.key) !== target && g.cell === 'lost')
-                .length,
-          ).join(' / ')}`
+        ? `; each seed alone (${seedList(seed0, seeds)}${target ? '' : `; trace replays on seed ${seed0} only`}): lost ${bySeed
+            .map((one) => one.filter((g) => isBeyond(g.key) !== target && g.cell === 'lost').length)
+            .join(' / ')}`
         : '';
     if (grid.length > 0) {
       const whole = compare(results, 'whole', 0).filter((g) => !isBeyond(g.key));
@@ -546,9 +544,10 @@ type Scope = 'pooled' | number;
 /** The run's repeat index (0: the first seed). */
 const repeatOf = (r: CellResult) => r.cell.repeat ?? 0;
 
-/** How many seeds the grid's cells ran on. */
-function seedCount(results: readonly CellResult[]): number {
-  return Math.max(0, ...results.map(repeatOf)) + 1;
+/** Each seed's comparisons on its own runs (the warm-up left out), in seed order. */
+function eachSeedComparisons(results: readonly CellResult[]): Comparison[][] {
+  const seeds = Math.max(0, ...results.map(repeatOf)) + 1;
+  return Array.from({ length: seeds }, (_, k) => compare(results, 'steady', k));
 }
 
 /**
