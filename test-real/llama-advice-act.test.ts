@@ -109,14 +109,19 @@ async function adminReplicas(url: string): Promise<AdminReplica[]> {
   return ((await res.json()) as { replicas: AdminReplica[] }).replicas;
 }
 
-async function complete(url: string, maxTokens: number): Promise<{ status: number; replica: string }> {
+async function complete(
+  url: string,
+  maxTokens: number,
+): Promise<{ status: number; replica: string; error?: string }> {
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'm', prompt: 'hello there, general', max_tokens: maxTokens }),
   });
-  await res.arrayBuffer();
-  return { status: res.status, replica: res.headers.get('x-preble-replica') ?? '' };
+  const text = await res.text();
+  const replica = res.headers.get('x-preble-replica') ?? '';
+  // A failure carries the gateway's own words, so that an assertion on it says why.
+  return res.status === 200 ? { status: res.status, replica } : { status: res.status, replica, error: text };
 }
 
 /** A streamed completion of `tokens` tokens: where it ran, and whether it ended with [DONE]. */
@@ -147,6 +152,78 @@ async function stream(url: string, tokens: number) {
   return { status: res.status, replica, done, error, chunks };
 }
 
+/** Up to two replicas under traffic, down to one when it ends, then a clean SIGTERM. */
+async function upThenDown(gateway: PrebleProcess): Promise<void> {
+  const { url } = gateway;
+  const [first] = await adminReplicas(url);
+  assert.ok(first !== undefined && first.state === 'active');
+  const firstPid = loggedPid(gateway, 'started', first.url)!;
+  assert.ok(alive(firstPid), 'the first llama-server runs');
+
+  // Up: a trickle of short requests, one at a time, until the second replica has answered one.
+  const answers: { status: number; replica: string }[] = [];
+  let trickling = true;
+  const trickle = (async () => {
+    while (trickling) answers.push(await complete(url, 4));
+  })();
+  const second = await until('a second replica in the admin API', async () =>
+    (await adminReplicas(url)).find((r) => r.url !== first.url && r.state === 'active'),
+  );
+  const secondPid = loggedPid(gateway, 'started', second.url)!;
+  assert.ok(secondPid !== firstPid && alive(secondPid), 'a second llama-server process runs');
+  await until('a request served by the second replica', () =>
+    answers.some((a) => a.replica === second.url) ? true : undefined,
+  );
+  trickling = false;
+  await trickle;
+  assert.ok(
+    answers.every((a) => a.status === 200),
+    JSON.stringify(answers.filter((a) => a.status !== 200)),
+  );
+
+  // Down: long streams (round robin puts two on each replica), then nothing. Once the window is
+  // empty the advice asks for one replica; the second drains while its streams run.
+  const streams = Array.from({ length: 4 }, () => stream(url, 12_000));
+  const draining = await until('the second replica to drain', async () => {
+    const r = (await adminReplicas(url)).find((x) => x.id === second.id);
+    return r === undefined || r.state !== 'active' ? { ...r, pidAlive: alive(secondPid) } : undefined;
+  });
+  log(`second replica leaving: ${JSON.stringify(draining)}`);
+  assert.equal(draining.state, 'draining');
+  assert.ok((draining.inflight ?? 0) > 0, 'it had streams in flight when it began to drain');
+  assert.ok(draining.pidAlive, 'its process runs while it drains');
+  const results = await Promise.all(streams);
+  for (const r of results) {
+    assert.equal(r.status, 200);
+    assert.ok(r.done && !r.error, `every stream ran to [DONE]: ${JSON.stringify(r)}`);
+  }
+  assert.ok(
+    results.some((r) => r.replica === second.url),
+    'a stream ran on the leaving replica',
+  );
+  // The line comes once the gateway has reaped the process, which can be just after the kernel says
+  // it is gone: wait for the line, then check the process.
+  const stoppedPid = await until('the gateway to log the second replica stopped', () =>
+    loggedPid(gateway, 'stopped', second.url),
+  );
+  assert.equal(stoppedPid, secondPid);
+  assert.equal(alive(secondPid), false, 'the second llama-server has exited');
+  const left = await adminReplicas(url);
+  assert.deepEqual(
+    left.filter((r) => r.state !== 'removed').map((r) => r.url),
+    [first.url],
+  );
+  assert.ok(alive(firstPid), 'the first replica stays (the advice min)');
+
+  // SIGTERM: the gateway drains, stops the replica it owns and exits 0.
+  const exited = once(gateway.child, 'exit');
+  process.kill(gateway.pid, 'SIGTERM');
+  const [code] = await exited;
+  assert.equal(code, 0);
+  assert.equal(loggedPid(gateway, 'stopped', first.url), firstPid);
+  assert.equal(alive(firstPid), false);
+}
+
 describe('preble serve --advice-act on real llama.cpp replicas', () => {
   it('starts a second llama-server when the advice asks for 2, and drains then stops it when traffic ends', async () => {
     const gateway = await serve([
@@ -171,69 +248,13 @@ describe('preble serve --advice-act on real llama.cpp replicas', () => {
       '--drain',
       '600',
     ]);
-    const { url } = gateway;
-    const [first] = await adminReplicas(url);
-    assert.ok(first !== undefined && first.state === 'active');
-    const firstPid = loggedPid(gateway, 'started', first.url)!;
-    assert.ok(alive(firstPid), 'the first llama-server runs');
-
-    // Up: a trickle of short requests, one at a time, until the second replica has answered one.
-    const answers: { status: number; replica: string }[] = [];
-    let trickling = true;
-    const trickle = (async () => {
-      while (trickling) answers.push(await complete(url, 4));
-    })();
-    const second = await until('a second replica in the admin API', async () =>
-      (await adminReplicas(url)).find((r) => r.url !== first.url && r.state === 'active'),
-    );
-    const secondPid = loggedPid(gateway, 'started', second.url)!;
-    assert.ok(secondPid !== firstPid && alive(secondPid), 'a second llama-server process runs');
-    await until('a request served by the second replica', () =>
-      answers.some((a) => a.replica === second.url) ? true : undefined,
-    );
-    trickling = false;
-    await trickle;
-    assert.ok(
-      answers.every((a) => a.status === 200),
-      JSON.stringify(answers.filter((a) => a.status !== 200)),
-    );
-
-    // Down: long streams (round robin puts two on each replica), then nothing. Once the window is
-    // empty the advice asks for one replica; the second drains while its streams run.
-    const streams = Array.from({ length: 4 }, () => stream(url, 12_000));
-    const draining = await until('the second replica to drain', async () => {
-      const r = (await adminReplicas(url)).find((x) => x.id === second.id);
-      return r === undefined || r.state !== 'active' ? { ...r, pidAlive: alive(secondPid) } : undefined;
-    });
-    log(`second replica leaving: ${JSON.stringify(draining)}`);
-    assert.equal(draining.state, 'draining');
-    assert.ok((draining.inflight ?? 0) > 0, 'it had streams in flight when it began to drain');
-    assert.ok(draining.pidAlive, 'its process runs while it drains');
-    const results = await Promise.all(streams);
-    for (const r of results) {
-      assert.equal(r.status, 200);
-      assert.ok(r.done && !r.error, `every stream ran to [DONE]: ${JSON.stringify(r)}`);
+    try {
+      await upThenDown(gateway);
+    } catch (error) {
+      // What the gateway said (replica starts, stops, deaths, failed attempts) is the failure's context.
+      log(`preble serve's log (tail):\n${gateway.stderr()}`);
+      throw error;
     }
-    assert.ok(
-      results.some((r) => r.replica === second.url),
-      'a stream ran on the leaving replica',
-    );
-    await until('the second llama-server to exit', () => (alive(secondPid) ? undefined : true));
-    assert.equal(loggedPid(gateway, 'stopped', second.url), secondPid);
-    const left = await adminReplicas(url);
-    assert.deepEqual(
-      left.filter((r) => r.state !== 'removed').map((r) => r.url),
-      [first.url],
-    );
-    assert.ok(alive(firstPid), 'the first replica stays (the advice min)');
-
-    // SIGTERM: the gateway drains, stops the replica it owns and exits 0.
-    const exited = once(gateway.child, 'exit');
-    process.kill(gateway.pid, 'SIGTERM');
-    const [code] = await exited;
-    assert.equal(code, 0);
-    assert.equal(loggedPid(gateway, 'stopped', first.url), firstPid);
-    assert.equal(alive(firstPid), false);
   });
 
   it('a gateway killed by SIGKILL leaves no llama-server behind', async () => {

@@ -378,9 +378,19 @@ async function llamaReplicaLauncher(flags: ServeFlags) {
       });
       const url = urlOf('127.0.0.1', port);
       progress(`started llama.cpp replica ${url} (pid ${proc.pid})`);
+      let stopping = false;
+      // A replica that dies unasked is an operator's business: say how, with its last words (its
+      // requests fail over through the breaker; the fleet does not restart it).
+      void proc.exited.then(() => {
+        if (!stopping)
+          progress(
+            `llama.cpp replica ${url} (pid ${proc.pid}) ${proc.howItEnded}; its last output:\n${proc.lastLines()}`,
+          );
+      });
       return {
         url,
         async stop() {
+          stopping = true;
           await proc.stop(5000);
           progress(`stopped llama.cpp replica ${url} (pid ${proc.pid})`);
         },

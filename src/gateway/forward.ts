@@ -9,6 +9,7 @@ import { sendError } from './errors.ts';
 import { AttemptFeedback, cachedTokensEviction } from './feedback.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { Replica, ReplicaSet } from './replicas.ts';
+import { requestResending } from './upstream-request.ts';
 import type { CompletionBody } from './validate.ts';
 
 export type RouteKind = 'completions' | 'chat';
@@ -148,15 +149,20 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       );
       return { kind: 'answered', ok: false };
     }
-    const res = await replica.pool.request({
-      path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(replica.dialect.shapeBody(a.body)),
-      signal: upstream.signal,
-      headersTimeout: waitSeconds * 1000,
-      bodyTimeout: (stream ? ctx.timeouts.idleSeconds : ctx.timeouts.requestSeconds) * 1000,
-    });
+    // A kept-alive connection lost as the request went out is no fault of the replica: sent once more.
+    const res = await requestResending(
+      replica.pool,
+      {
+        path: a.kind === 'chat' ? '/v1/chat/completions' : '/v1/completions',
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(replica.dialect.shapeBody(a.body)),
+        signal: upstream.signal,
+        headersTimeout: waitSeconds * 1000,
+        bodyTimeout: (stream ? ctx.timeouts.idleSeconds : ctx.timeouts.requestSeconds) * 1000,
+      },
+      () => ctx.metrics.resends.inc({ replica: label }),
+    );
     if (res.statusCode >= 500 || res.statusCode === 429) {
       const text = await res.body.text();
       // A 429 is the replica's back-pressure, not a fault: try elsewhere, keep its breaker closed. Nor is

@@ -45,6 +45,12 @@ export class GatewayMetrics {
     labelNames: ['replica', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly resends = new Counter({
+    name: 'preble_upstream_resends_total',
+    help: 'Requests sent again to the same replica because the kept-alive connection closed before any answer (not a replica fault)',
+    labelNames: ['replica'] as const,
+    registers: [this.registry],
+  });
   readonly retries = new Counter({
     name: 'preble_retries_total',
     help: 'Requests sent again to another replica after a replica fault, before anything reached the client',

@@ -27,6 +27,7 @@ import { llamacppSlots } from './pd-llamacpp.ts';
 import type { PdProtocol, PdSession } from './pd-protocol.ts';
 import { sglangBootstrap } from './pd-sglang.ts';
 import type { Replica } from './replicas.ts';
+import { requestResending } from './upstream-request.ts';
 
 export { prefillBody } from './pd-kv-params.ts';
 
@@ -305,15 +306,19 @@ async function prefillLeg(
   };
   try {
     const leg = await session.prefillRequest(upstream.signal);
-    const res = await replica.pool.request({
-      path: leg.path,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-request-id': a.id },
-      body: JSON.stringify(leg.body),
-      signal: upstream.signal,
-      headersTimeout: seconds * 1000,
-      bodyTimeout: seconds * 1000,
-    });
+    const res = await requestResending(
+      replica.pool,
+      {
+        path: leg.path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': a.id },
+        body: JSON.stringify(leg.body),
+        signal: upstream.signal,
+        headersTimeout: seconds * 1000,
+        bodyTimeout: seconds * 1000,
+      },
+      () => ctx.metrics.resends.inc({ replica: label }),
+    );
     const text = await res.body.text();
     if (res.statusCode >= 500 || res.statusCode === 429) {
       if (res.statusCode >= 500) ctx.replicas.failed(replica);

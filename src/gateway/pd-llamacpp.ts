@@ -8,6 +8,7 @@ import {
   type PdSession,
 } from './pd-protocol.ts';
 import type { Replica } from './replicas.ts';
+import { requestResending } from './upstream-request.ts';
 
 /**
  * llama.cpp has no KV connector, so the gateway moves the slot (docs/gateway.md, "llama.cpp"):
@@ -151,7 +152,8 @@ async function slotAction(
   signal: AbortSignal,
 ): Promise<{ ok: true } | { ok: false; message: string }> {
   try {
-    const res = await replica.pool.request({
+    // Over the connections that carry the replica's streamed answers, so one may be a stale one.
+    const res = await requestResending(replica.pool, {
       path: `/slots/${slot}?action=${action}`,
       method: 'POST',
       headers: { 'content-type': 'application/json' },

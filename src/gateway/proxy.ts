@@ -209,6 +209,11 @@ async function attempts(
       return reply;
     }
     last = outcome;
+    // Nothing reached the client yet; the operator still hears of the replica's fault.
+    request.log.warn(
+      { replica: replica.url, attempt: attempt + 1, status: outcome.status, code: outcome.code },
+      outcome.message,
+    );
     if (outcome.avoid !== false) avoid.push(decision.instance);
   }
   if (last === undefined)

@@ -66,6 +66,14 @@ export class LlamaProcess {
     return this.exitInfo === undefined;
   }
 
+  /** How it ended ("exited with code 1", "was killed by SIGSEGV"), once it has. */
+  get howItEnded(): string | undefined {
+    if (this.exitInfo === undefined) return undefined;
+    if (this.spawnError !== undefined) return `could not run: ${this.spawnError}`;
+    const { code, signal } = this.exitInfo;
+    return signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  }
+
   /** The last lines the server printed. */
   lastLines(n = 15): string {
     return this.tail.slice(-n).join('\n');
@@ -78,9 +86,9 @@ export class LlamaProcess {
     while (Date.now() < deadline) {
       if (!proc.running) {
         if (proc.spawnError) throw new Error(`could not run ${options.binary}: ${proc.spawnError}`);
-        const { code, signal } = proc.exitInfo!;
-        const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-        throw new Error(`llama-server ${how} before it was ready; its last output:\n${proc.lastLines()}`);
+        throw new Error(
+          `llama-server ${proc.howItEnded} before it was ready; its last output:\n${proc.lastLines()}`,
+        );
       }
       if (await healthy(options.url)) return proc;
       await sleep(100);

@@ -4,12 +4,16 @@ import { renderChat } from '../../src/text/chat-template.ts';
 
 /**
  * A minimal OpenAI-speaking replica for gateway tests: it remembers the prompts it served and reports
- * as cached the longest prefix shared with one of them, as a prefix-caching engine would.
+ * as cached the longest prefix shared with one of them, as a prefix-caching engine would. With
+ * `dropConnections: n` it closes the connection of its first n generation requests without a word,
+ * as a server does to a kept-alive connection it has just given up.
  */
 export async function startFakeReplica(
   name: string,
-): Promise<{ url: string; app: FastifyInstance; served: string[] }> {
+  options: { dropConnections?: number } = {},
+): Promise<{ url: string; app: FastifyInstance; served: string[]; dropped: () => number }> {
   const app = Fastify();
+  let dropped = 0;
   const seen: Uint32Array[] = [];
   const served: string[] = [];
   const answer = (prompt: string) => {
@@ -35,6 +39,12 @@ export async function startFakeReplica(
       request: { body: unknown },
       reply: { raw: import('node:http').ServerResponse; hijack(): void },
     ) => {
+      if (dropped < (options.dropConnections ?? 0)) {
+        dropped++;
+        reply.hijack();
+        reply.raw.socket?.destroy();
+        return;
+      }
       const body = request.body as {
         prompt?: string;
         messages?: { role: string; content: string }[];
@@ -71,5 +81,5 @@ export async function startFakeReplica(
   app.post('/v1/chat/completions', handle(true) as never);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${address.port}`, app, served };
+  return { url: `http://127.0.0.1:${address.port}`, app, served, dropped: () => dropped };
 }

@@ -5,11 +5,14 @@ import OpenAI from 'openai';
 import { type PrebleProcess, startPreble } from '../../src/bench/preble-process.ts';
 import type { FaultSettings } from '../../src/emulator/faults.ts';
 import { metricValues } from '../../src/gateway/prometheus-text.ts';
+import { startFakeReplica } from './fake-replica.ts';
 import { complete, gatewayMetric, MODEL, setFaults, startGateway } from './helpers.ts';
 
 const closers: (() => Promise<unknown>)[] = [];
 after(async () => {
   for (const c of closers.reverse()) await c();
+  // Engines no test took (a run filtered by name) stop too, or they would hold this process open.
+  await Promise.all(spares.splice(0).map(async (p) => (await p).stop('SIGKILL')));
 });
 
 /** A `preble engine` process (started and stopped by PID), misbehaving as told through its fault route. */
@@ -170,6 +173,43 @@ describe('replica faults', () => {
     await gw.checkHealthNow();
     assert.equal(gw.replicas.get(0)!.view, 'active');
     assert.equal(await gatewayMetric(gw, 'preble_replica_up', { replica: '0' }), 1);
+  });
+});
+
+describe('lost connections', () => {
+  async function fake(name: string, dropConnections = 0) {
+    const r = await startFakeReplica(name, { dropConnections });
+    closers.push(() => r.app.close());
+    return r;
+  }
+
+  it('a connection the replica closes before answering is sent again to it, with no fault counted', async () => {
+    // The only replica, with a breaker that opens on one fault: counted as a fault, this would be a 502.
+    const replica = await fake('r0', 1);
+    const { gateway: gw, url } = await gateway([replica.url], {
+      breaker: { failureThreshold: 1, openSeconds: 60 },
+    });
+    const r = await complete(url, { prompt: 'hello' });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(replica.dropped(), 1);
+    assert.deepEqual(replica.served, ['hello']);
+    assert.equal(await gatewayMetric(gw, 'preble_upstream_resends_total'), 1);
+    assert.equal(await gatewayMetric(gw, 'preble_retries_total'), 0);
+    assert.equal(gw.replicas.get(0)!.breaker.state(0), 'closed');
+    assert.equal(gw.replicas.get(0)!.view, 'active');
+  });
+
+  it('a second lost connection in one attempt is a fault: the request is retried on another replica', async () => {
+    const flaky = await fake('flaky', 2);
+    const good = await fake('good');
+    const { gateway: gw, url } = await gateway([flaky.url, good.url]);
+    const r = await complete(url, { prompt: 'hello' });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.headers.get('x-preble-replica'), good.url);
+    assert.equal(flaky.dropped(), 2);
+    assert.deepEqual(good.served, ['hello']);
+    assert.equal(await gatewayMetric(gw, 'preble_upstream_resends_total'), 1);
+    assert.equal(await gatewayMetric(gw, 'preble_retries_total'), 1);
   });
 });
 
