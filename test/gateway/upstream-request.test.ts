@@ -46,7 +46,10 @@ describe('requestResending', () => {
   it('a second loss is thrown as it came', async () => {
     const { pool, requests } = await dropping(2);
     let resent = 0;
-    await assert.rejects(requestResending(pool, post, () => resent++), (e) => lostConnection(e));
+    await assert.rejects(
+      requestResending(pool, post, () => resent++),
+      (e) => lostConnection(e),
+    );
     assert.equal(resent, 1);
     assert.equal(requests(), 2);
   });
@@ -69,7 +72,10 @@ describe('requestResending', () => {
     const refused = new Pool(`http://127.0.0.1:${port}`);
     closers.push(() => refused.close());
     let resent = 0;
-    await assert.rejects(requestResending(refused, post, () => resent++), (e) => !lostConnection(e));
+    await assert.rejects(
+      requestResending(refused, post, () => resent++),
+      (e) => !lostConnection(e),
+    );
     assert.equal(resent, 0);
   });
 });
