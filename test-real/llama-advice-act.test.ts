@@ -157,7 +157,10 @@ async function upThenDown(gateway: PrebleProcess): Promise<void> {
   const { url } = gateway;
   const [first] = await adminReplicas(url);
   assert.ok(first !== undefined && first.state === 'active');
-  const firstPid = loggedPid(gateway, 'started', first.url)!;
+  // Its log lines come through a pipe of their own, which may lag the HTTP answers: wait for them.
+  const firstPid = await until("the first replica's start line", () =>
+    loggedPid(gateway, 'started', first.url),
+  );
   assert.ok(alive(firstPid), 'the first llama-server runs');
 
   // Up: a trickle of short requests, one at a time, until the second replica has answered one.
@@ -169,7 +172,9 @@ async function upThenDown(gateway: PrebleProcess): Promise<void> {
   const second = await until('a second replica in the admin API', async () =>
     (await adminReplicas(url)).find((r) => r.url !== first.url && r.state === 'active'),
   );
-  const secondPid = loggedPid(gateway, 'started', second.url)!;
+  const secondPid = await until("the second replica's start line", () =>
+    loggedPid(gateway, 'started', second.url),
+  );
   assert.ok(secondPid !== firstPid && alive(secondPid), 'a second llama-server process runs');
   await until('a request served by the second replica', () =>
     answers.some((a) => a.replica === second.url) ? true : undefined,
@@ -216,7 +221,8 @@ async function upThenDown(gateway: PrebleProcess): Promise<void> {
   assert.ok(alive(firstPid), 'the first replica stays (the advice min)');
 
   // SIGTERM: the gateway drains, stops the replica it owns and exits 0.
-  const exited = once(gateway.child, 'exit');
+  // 'close': its stderr is read to the end by then (the stop line included), not only the exit seen.
+  const exited = once(gateway.child, 'close');
   process.kill(gateway.pid, 'SIGTERM');
   const [code] = await exited;
   assert.equal(code, 0);

@@ -381,7 +381,8 @@ async function llamaReplicaLauncher(flags: ServeFlags) {
       let stopping = false;
       // A replica that dies unasked is an operator's business: say how, with its last words (its
       // requests fail over through the breaker; the fleet does not restart it).
-      void proc.exited.then(() => {
+      // 'close', not 'exit': its pipes are drained by then, so the last lines (an assert) are in.
+      proc.child.once('close', () => {
         if (!stopping)
           progress(
             `llama.cpp replica ${url} (pid ${proc.pid}) ${proc.howItEnded}; its last output:\n${proc.lastLines()}`,

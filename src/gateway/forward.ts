@@ -64,6 +64,8 @@ export type AttemptOutcome =
       readonly code: string;
       /** The error code in the replica's own answer, when it gave one. */
       readonly upstreamCode?: string | undefined;
+      /** The replica's own HTTP status, when it answered one (429: back-pressure, not a fault). */
+      readonly upstreamStatus?: number;
       /** False: the routed (prefill) replica did nothing wrong; a retry may route there again. */
       readonly avoid?: boolean;
     }
@@ -175,6 +177,7 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
         message: `replica ${replica.url} answered ${res.statusCode}: ${upstreamMessage(text)}`,
         code: 'replica_failed',
         upstreamCode: upstreamCode(text),
+        upstreamStatus: res.statusCode,
       };
     }
     if (res.statusCode >= 400) {

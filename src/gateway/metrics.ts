@@ -47,7 +47,7 @@ export class GatewayMetrics {
   });
   readonly resends = new Counter({
     name: 'preble_upstream_resends_total',
-    help: 'Requests sent again to the same replica because the kept-alive connection closed before any answer (not a replica fault)',
+    help: 'Generation requests and prefill legs sent again to the same replica because the kept-alive connection closed before any answer (not a replica fault)',
     labelNames: ['replica'] as const,
     registers: [this.registry],
   });

@@ -209,8 +209,9 @@ async function attempts(
       return reply;
     }
     last = outcome;
-    // Nothing reached the client yet; the operator still hears of the replica's fault.
-    request.log.warn(
+    // Nothing reached the client yet; the operator still hears of the replica's fault (a 429 is its
+    // back-pressure, not a fault: info, or a busy fleet would flood the log).
+    request.log[outcome.upstreamStatus === 429 ? 'info' : 'warn'](
       { replica: replica.url, attempt: attempt + 1, status: outcome.status, code: outcome.code },
       outcome.message,
     );

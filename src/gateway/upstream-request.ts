@@ -10,8 +10,8 @@ export function lostConnection(error: unknown): boolean {
 }
 
 /**
- * `pool.request`, sent once more (on a fresh connection) when the kept-alive connection it went out on
- * was lost before any answer: llama-server closes some connections after a streamed answer without
+ * `pool.request`, sent once more (on another or a new connection of the pool) when the kept-alive
+ * connection it went out on was lost before any answer: llama-server closes some connections after a streamed answer without
  * saying so, and the request written onto one is no fault of the replica. A second loss, an abort, or
  * any other error is thrown as it came. The body must be replayable (a string, not a stream).
  */

@@ -12,7 +12,7 @@ const closers: (() => Promise<unknown>)[] = [];
 after(async () => {
   for (const c of closers.reverse()) await c();
   // Engines no test took (a run filtered by name) stop too, or they would hold this process open.
-  await Promise.all(spares.splice(0).map(async (p) => (await p).stop('SIGKILL')));
+  await Promise.allSettled(spares.splice(0).map(async (p) => (await p).stop('SIGKILL')));
 });
 
 /** A `preble engine` process (started and stopped by PID), misbehaving as told through its fault route. */
