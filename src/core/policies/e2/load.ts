@@ -101,10 +101,17 @@ export class LoadEstimator {
     return this.costModel.decodeTime(this.averageOutput(load, cluster), context);
   }
 
-  /** L_i. */
-  load(load: InstanceLoad, cluster: { finished: number; outputTokens: number }): number {
-    if (load.requests === 0) return 0;
-    return load.prefillSeconds + load.requests * this.decodeSeconds(load, cluster);
+  /**
+   * L_i: the window's prefill seconds plus DT(average output) for each of `decoding` requests (the
+   * window's request count by default, as the paper sums; the authors' code counts those in flight).
+   */
+  load(
+    load: InstanceLoad,
+    cluster: { finished: number; outputTokens: number },
+    decoding = load.requests,
+  ): number {
+    if (load.requests === 0 && decoding === 0) return 0;
+    return load.prefillSeconds + (decoding > 0 ? decoding * this.decodeSeconds(load, cluster) : 0);
   }
 }
 

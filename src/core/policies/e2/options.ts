@@ -66,6 +66,13 @@ export interface E2Options {
    * before the cost comparison unconditionally; a finite guard keeps it from building a hot spot.
    */
   readonly phaseMixLoadGuard: number;
+  /**
+   * Which requests L charges a decode to. 'window' (the paper's text, 3.2): every request in H,
+   * DT(average output in H) each. 'inflight' (the authors' code, `ref_counter`): only the requests
+   * still in flight on the instance; the prefill part stays the window's. A finished request's decode
+   * then stops weighing on its instance at once instead of for the rest of H.
+   */
+  readonly decodeLoad: 'window' | 'inflight';
   /** Output length assumed before any request in the window has finished. */
   readonly defaultOutputTokens: number;
   /**
@@ -92,6 +99,7 @@ export const E2_DEFAULTS: Required<Omit<E2Options, 'costModel'>> = {
   phaseMixMargin: 0.2,
   phaseMixRatio: 0.8,
   phaseMixLoadGuard: Number.POSITIVE_INFINITY,
+  decodeLoad: 'window',
   defaultOutputTokens: 45,
   maxWindowStaleness: 1,
 };

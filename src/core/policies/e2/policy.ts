@@ -72,6 +72,10 @@ export class E2Policy extends PrefixTreePolicy<E2InstanceCost> {
       throw new Error(
         `e2 option 'phaseMixTest' must be 'relative' or 'absolute', got '${this.options.phaseMixTest}'`,
       );
+    if (!['window', 'inflight'].includes(this.options.decodeLoad))
+      throw new Error(
+        `e2 option 'decodeLoad' must be 'window' or 'inflight', got '${this.options.decodeLoad}'`,
+      );
     if (!['key-portion', 'deepest'].includes(this.options.exploitCandidates))
       throw new Error(
         `e2 option 'exploitCandidates' must be 'key-portion' or 'deepest', got '${this.options.exploitCandidates}'`,
@@ -97,8 +101,9 @@ export class E2Policy extends PrefixTreePolicy<E2InstanceCost> {
 
   /** L_i: the instance's windowed load in seconds. */
   loadOf(instance: InstanceId): number {
-    const load = this.loads[instance];
-    return load === undefined ? 0 : this.estimator.load(load, this.cluster);
+    const load = this.loads[instance] ?? this.loadFor(instance);
+    const decoding = this.options.decodeLoad === 'inflight' ? this.view.inflight(instance) : load.requests;
+    return this.estimator.load(load, this.cluster, decoding);
   }
 
   /** Cached-token share of the instance's windowed prompts (the phase-mix balancing signal). */

@@ -498,3 +498,23 @@ test('issue 11: phase-mix balancing fires on a relative imbalance, not on a high
     assert.equal(d.instance, 0);
   }
 });
+
+test("decodeLoad: the paper charges DT to every request in H; the authors' code (inflight) only while in flight", () => {
+  const scenario = (decodeLoad: 'window' | 'inflight') => {
+    const p = e2(2, { decodeLoad });
+    const a = route(p, seq(100, 0)); // explore -> 0
+    // In flight, both count its decode: L0 = PT(100) + DT(45) = 0.1 + 0.45.
+    close(p.loadOf(0), 0.55, `${decodeLoad}: L0 in flight`);
+    p.requestFinished(a.id, 1, finished(100));
+    const d = route(p, seq(100, 5000), 2);
+    return { load: p.loadOf(0), d };
+  };
+  const paper = scenario('window');
+  close(paper.load, 0.55, 'window: a finished request still weighs its decode for the rest of H');
+  assert.equal(paper.d.instance, 1);
+  const authors = scenario('inflight');
+  close(authors.load, 0.1, 'inflight: only the prefill part stays in H');
+  close(costOf(authors.d, 0).total, 0.2, 'L0 + P');
+  assert.equal(authors.d.instance, 1, 'still lighter: instance 1 has nothing in H');
+  assert.throws(() => e2(1, { decodeLoad: 'x' as 'window' }), /decodeLoad/);
+});
