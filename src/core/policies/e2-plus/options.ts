@@ -54,13 +54,6 @@ export interface E2PlusOptions {
    * queue longer than their decodes, most will have finished.
    */
   readonly decodeEnds: boolean;
-  /**
-   * The engines' chunked-prefill budget (tokens per iteration; 0: price a prefill as one standalone
-   * iteration). A prefill runs in chunks, each an iteration beside the instance's decodes, so its own
-   * time to first token (and what it adds to the queue of later arrivals) is its chunks' iterations
-   * with those decodes, not its standalone prefill; what it delays the decodes by stays its compute.
-   */
-  readonly prefillChunkTokens: number;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -91,7 +84,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
-  prefillChunkTokens: 0,
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,

@@ -192,24 +192,23 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(instance);
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
-    const compute = model.prefillTime(missed, matched);
+    const prefill = model.prefillTime(missed, matched);
     const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
     const queued = this.queuedAhead(state, matched, now);
-    // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too.
-    // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
-    const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
-    const beside =
-      this.decodingAt(state, queued, step, now) +
-      (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0);
-    const prefill =
-      this.options.prefillChunkTokens > 0 ? this.chunkedPrefill(missed, matched, beside, state) : compute;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
-      // Those arriving while r waits queue behind it and wait for its prefill too.
-      interference = w * (beside + arrivalShare * queued) * compute;
+      // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
+      // and those arriving while r waits queue behind it.
+      // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
+      const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
+      const delayed =
+        this.decodingAt(state, queued, step, now) +
+        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
+        arrivalShare * queued;
+      interference = w * delayed * prefill;
     }
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
@@ -318,30 +317,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (this.firstRouted === undefined) return 0;
     const covered = Math.min(this.options.windowSeconds, now - this.firstRouted);
     return this.window.size / Math.max(1, covered);
-  }
-
-  /**
-   * r's prefill as the engine runs it: chunks of `prefillChunkTokens`, each one iteration beside
-   * `decodes` requests at the instance's mean context (the requests decoding when it runs).
-   */
-  private chunkedPrefill(missed: number, matched: number, decodes: number, state: InstanceState): number {
-    if (missed <= 0) return 0;
-    const chunk = this.options.prefillChunkTokens;
-    const flights = state.queue.size + state.decoding.size;
-    const context = flights > 0 ? state.contextSum / flights : 0;
-    const d = Math.max(0, decodes);
-    let total = 0;
-    for (let done = 0; done < missed; done += chunk) {
-      const n = Math.min(chunk, missed - done);
-      const seq = matched + done + n;
-      total += this.options.costModel.iterationTime({
-        requests: 1 + d,
-        newTokens: n + d,
-        seqTokens: seq + d * (context + 1),
-        newTimesSeq: n * seq + d * (context + 1),
-      });
-    }
-    return total;
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */

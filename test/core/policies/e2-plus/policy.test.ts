@@ -278,21 +278,3 @@ test('the global LRU model evicts for queued requests only until the instance re
     assert.equal(d.matchedTokens, reported ? 600 : 400, `matched (reported ${reported})`);
   }
 });
-
-test('prefillChunkTokens: r waits for its chunks beside the decodes there; it delays them by its compute alone', () => {
-  const scenario = (prefillChunkTokens: number) => {
-    const p = plus(1, { prefillChunkTokens, decodeEnds: false, laterArrivals: false });
-    const a = route(p, seq(100, 0));
-    p.requestFirstToken(a.id, 1); // a decodes beside whatever prefills next
-    const d = route(p, seq(100, 5000), 1);
-    return { c: cost(d, 0), queued: p.queuedPrefillOf(0) };
-  };
-  const whole = scenario(0);
-  close(whole.c.prefill, 0.1, 'standalone: PT(100)');
-  // Chunks of 32, 32, 32 and 4 tokens: four iterations, each with a's decode token (0.001 x (100 + 4)).
-  const chunked = scenario(32);
-  close(chunked.c.prefill, 0.104, 'chunked beside one decode');
-  close(chunked.queued, 0.104, 'later arrivals wait for the chunked time');
-  close(chunked.c.interference, whole.c.interference, 'a is delayed by the compute, not by its own steps');
-  close(chunked.c.interference, 0.1, '1 decoding x PT(100)');
-});
