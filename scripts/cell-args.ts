@@ -45,9 +45,14 @@ export function mean(xs: readonly number[]): number {
   return xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 }
 
-/** One policy on the cell (Mistral-7B on A6000); e2-plus takes the cell's options. */
-export function runCell(cell: CellArgs, policy: string): ReturnType<typeof runSimulation> {
+/** One policy on the cell (Mistral-7B on A6000), with `options`, else e2-plus with the cell's options. */
+export function runCell(
+  cell: CellArgs,
+  policy: string,
+  options?: Record<string, unknown>,
+): ReturnType<typeof runSimulation> {
   const { workload, rps, instances, requests, seed } = cell;
+  const policyOptions = options ?? (policy === 'e2-plus' ? cell.options : undefined);
   return runSimulation({
     policy,
     workload,
@@ -57,6 +62,6 @@ export function runCell(cell: CellArgs, policy: string): ReturnType<typeof runSi
     seed,
     requests: workloadStream(workload, { requests, rps, seed, instances }),
     warmupSeconds: cell.warmup,
-    ...(policy === 'e2-plus' ? { policyOptions: cell.options } : {}),
+    ...(policyOptions === undefined ? {} : { policyOptions }),
   });
 }

@@ -70,7 +70,8 @@ export interface E2Options {
    * Which requests L charges a decode to. 'window' (the paper's text, 3.2): every request in H,
    * DT(average output in H) each. 'inflight' (the authors' code, `ref_counter`): only the requests
    * still in flight on the instance; the prefill part stays the window's. A finished request's decode
-   * then stops weighing on its instance at once instead of for the rest of H.
+   * then stops weighing on its instance at once instead of for the rest of H. Only L changes:
+   * rebalancing and prefix replication keep pricing key portions with a decode per windowed request.
    */
   readonly decodeLoad: 'window' | 'inflight';
   /** Output length assumed before any request in the window has finished. */

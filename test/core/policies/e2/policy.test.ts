@@ -505,16 +505,20 @@ test("decodeLoad: the paper charges DT to every request in H; the authors' code 
     const a = route(p, seq(100, 0)); // explore -> 0
     // In flight, both count its decode: L0 = PT(100) + DT(45) = 0.1 + 0.45.
     close(p.loadOf(0), 0.55, `${decodeLoad}: L0 in flight`);
+    assert.equal(route(p, seq(50, 2000)).instance, 1, 'L1 = 0 < 0.55'); // L1 = 0.05 + 0.45, in flight
     p.requestFinished(a.id, 1, finished(100));
-    const d = route(p, seq(100, 5000), 2);
-    return { load: p.loadOf(0), d };
+    const load = p.loadOf(0);
+    return { load, d: route(p, seq(100, 5000), 2) };
   };
   const paper = scenario('window');
   close(paper.load, 0.55, 'window: a finished request still weighs its decode for the rest of H');
+  close(costOf(paper.d, 0).total, 0.65, 'L0 + P');
+  close(costOf(paper.d, 1).total, 0.6, 'L1 + P');
   assert.equal(paper.d.instance, 1);
   const authors = scenario('inflight');
   close(authors.load, 0.1, 'inflight: only the prefill part stays in H');
   close(costOf(authors.d, 0).total, 0.2, 'L0 + P');
-  assert.equal(authors.d.instance, 1, 'still lighter: instance 1 has nothing in H');
+  close(costOf(authors.d, 1).total, 0.6, 'L1 + P: its request is still in flight');
+  assert.equal(authors.d.instance, 0, 'the instance whose request finished is the lighter one now');
   assert.throws(() => e2(1, { decodeLoad: 'x' as 'window' }), /decodeLoad/);
 });
