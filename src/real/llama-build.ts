@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { prebleCacheDir } from '../util/cache-dir.ts';
@@ -64,6 +64,28 @@ const CMAKE_FLAGS = [
   '-DBUILD_SHARED_LIBS=OFF',
 ];
 
+/** A build lasts at most its steps' timeouts (about 80 minutes); a scratch folder this old was abandoned. */
+export const STALE_BUILD_MS = 3 * 60 * 60_000;
+
+/**
+ * Remove scratch folders (`build-*`) that builds killed mid-way left in `buildsDir` (a finished or
+ * failed build removes its own), each some hundreds of MB; younger ones may be builds still running.
+ * Returns the names removed.
+ */
+export async function removeStaleBuilds(buildsDir: string, now = Date.now()): Promise<string[]> {
+  const removed: string[] = [];
+  const entries = await readdir(buildsDir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (!e.isDirectory() || !e.name.startsWith('build-')) continue;
+    const path = join(buildsDir, e.name);
+    const info = await stat(path).catch(() => undefined);
+    if (info === undefined || now - info.mtimeMs < STALE_BUILD_MS) continue;
+    await rm(path, { recursive: true, force: true });
+    removed.push(e.name);
+  }
+  return removed;
+}
+
 /**
  * The absolute path of a working llama-server: the cached one if it runs, otherwise one built
  * from the llama.cpp source bundled in node-llama-cpp (npm + cmake + a C++ compiler; a few minutes).
@@ -77,6 +99,8 @@ export async function ensureLlamaServer(options: EnsureLlamaServerOptions = {}):
   checkTools();
   const buildsDir = join(cacheDir, 'llama-server');
   await mkdir(buildsDir, { recursive: true });
+  for (const name of await removeStaleBuilds(buildsDir))
+    progress(`removed an abandoned build folder, ${name}`);
   const scratch = await mkdtemp(join(buildsDir, 'build-'));
   const started = Date.now();
   const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;

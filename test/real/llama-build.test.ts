@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ensureLlamaServer, llamaServerPath, NODE_LLAMA_CPP_VERSION } from '../../src/real/llama-build.ts';
+import {
+  ensureLlamaServer,
+  llamaServerPath,
+  NODE_LLAMA_CPP_VERSION,
+  removeStaleBuilds,
+  STALE_BUILD_MS,
+} from '../../src/real/llama-build.ts';
 import { runTool } from '../../src/real/run-tool.ts';
 import { prebleCacheDir } from '../../src/util/cache-dir.ts';
 
@@ -29,6 +35,23 @@ describe('llama-server cache', () => {
     const progress: string[] = [];
     assert.equal(await ensureLlamaServer({ cacheDir, onProgress: (l) => progress.push(l) }), binary);
     assert.deepEqual(progress, []);
+  });
+
+  it('removes scratch folders a killed build left, older than any build lasts, and nothing else', async () => {
+    const builds = join(dir, 'stale', 'llama-server');
+    const now = Date.now();
+    for (const name of ['build-old', 'build-running', 'node-llama-cpp-x', 'build-file']) {
+      if (name === 'build-file') writeFileSync(join(builds, name), '');
+      else mkdirSync(join(builds, name, 'llama.cpp'), { recursive: true });
+    }
+    const old = (now - STALE_BUILD_MS - 60_000) / 1000;
+    for (const name of ['build-old', 'node-llama-cpp-x', 'build-file'])
+      utimesSync(join(builds, name), old, old);
+    assert.deepEqual(await removeStaleBuilds(builds, now), ['build-old']);
+    assert.equal(existsSync(join(builds, 'build-old')), false);
+    for (const name of ['build-running', 'node-llama-cpp-x', 'build-file'])
+      assert.ok(existsSync(join(builds, name)), `${name} kept`);
+    assert.deepEqual(await removeStaleBuilds(join(dir, 'no-such-dir'), now), []);
   });
 
   it('names a missing build tool and how to get it, in one line', async () => {
