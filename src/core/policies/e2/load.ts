@@ -110,8 +110,9 @@ export class LoadEstimator {
     cluster: { finished: number; outputTokens: number },
     decoding = load.requests,
   ): number {
-    if (load.requests === 0 && decoding === 0) return 0;
-    return load.prefillSeconds + (decoding > 0 ? decoding * this.decodeSeconds(load, cluster) : 0);
+    // An empty window's sums are exactly 0 (InstanceLoad.remove resets them).
+    if (decoding === 0) return load.prefillSeconds;
+    return load.prefillSeconds + decoding * this.decodeSeconds(load, cluster);
   }
 }
 

@@ -101,7 +101,7 @@ export class E2Policy extends PrefixTreePolicy<E2InstanceCost> {
 
   /** L_i: the instance's windowed load in seconds. */
   loadOf(instance: InstanceId): number {
-    const load = this.loads[instance] ?? this.loadFor(instance);
+    const load = this.loadFor(instance);
     const decoding = this.options.decodeLoad === 'inflight' ? this.view.inflight(instance) : load.requests;
     return this.estimator.load(load, this.cluster, decoding);
   }
