@@ -1,4 +1,5 @@
 import { costModelPreset } from '../src/core/cost-model/presets.ts';
+import { parsePolicyOption } from '../src/core/policies/registry.ts';
 import { runSimulation } from '../src/sim/run.ts';
 import { workloadStream } from '../src/workloads/request-stream.ts';
 
@@ -36,6 +37,22 @@ export function cellArgs(script: string, args = process.argv.slice(2)): CellArgs
     options: JSON.parse(flag('--options', '{}')) as Record<string, unknown>,
     flag,
   };
+}
+
+/**
+ * A study script's policy spec: 'e2', or 'e2.decodeLoad=inflight+e2.windowSeconds=30' for a policy
+ * with options (each part as `preble sim --policy-option` reads it).
+ */
+export function policySpec(spec: string): { policy: string; options: Record<string, unknown> } {
+  if (!spec.includes('=')) return { policy: spec, options: {} };
+  const options: Record<string, unknown> = {};
+  let policy = '';
+  for (const part of spec.split('+')) {
+    const parsed = parsePolicyOption(part);
+    policy = parsed.policy;
+    options[parsed.key] = parsed.value;
+  }
+  return { policy, options };
 }
 
 /** Prompt-length bins (tokens) the study scripts report by. */

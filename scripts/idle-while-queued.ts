@@ -11,26 +11,12 @@
  * A policy written POLICY.OPTION=VALUE runs with that option (as `preble sim --policy-option`); join
  * several with '+': e2.windowSeconds=30+e2.rebalance=false.
  */
-import { parsePolicyOption } from '../src/core/policies/registry.ts';
 import { percentiles } from '../src/report/stats.ts';
 import type { SimRecord } from '../src/sim/record.ts';
-import { cellArgs, mean, runCell } from './cell-args.ts';
+import { cellArgs, mean, policySpec, runCell } from './cell-args.ts';
 
 const cell = cellArgs('idle-while-queued.ts');
 const { workload, rps, instances, requests, seed, flag } = cell;
-
-/** 'e2' or 'e2.decodeLoad=inflight+e2.windowSeconds=30' -> the policy and its options. */
-function policySpec(spec: string): { policy: string; options: Record<string, unknown> } {
-  if (!spec.includes('=')) return { policy: spec, options: {} };
-  const options: Record<string, unknown> = {};
-  let policy = '';
-  for (const part of spec.split('+')) {
-    const parsed = parsePolicyOption(part);
-    policy = parsed.policy;
-    options[parsed.key] = parsed.value;
-  }
-  return { policy, options };
-}
 
 /** Time-weighted measures of the run's per-instance state, from admission and finish times. */
 function imbalance(records: readonly SimRecord[]): { idleWhileWaiting: number; spread: number } {
