@@ -14,12 +14,6 @@ export class InstanceSlot {
   /** Requests routed to this instance through this node and not yet finished (pins the node). */
   inflight = 0;
   lastAccess = 0;
-  /**
-   * The routed request that will compute this node on the instance, until it starts (`assign`'s
-   * `pendingBy`, cleared by `settle`): the engine does not hold these tokens yet, so its queue cannot
-   * sort other requests by them. Null once computed, or when nobody said.
-   */
-  pendingBy: object | null = null;
   prev: InstanceSlot | null = null;
   next: InstanceSlot | null = null;
   constructor(
@@ -81,9 +75,6 @@ export class ClusterTree {
   private readonly instances: (InstanceCache | undefined)[] = [];
   /** Scratch: cached match length per instance for the last match (cleared lazily). */
   private matchLen = new Int32Array(16);
-  /** Per instance, of the last match: the tokens cached there and not pending, and the first pending mark met. */
-  private computedLen = new Int32Array(16);
-  private pendingMet: (object | null)[] = [];
   private touchedInstances: InstanceId[] = [];
   private markCounter = 0;
   /** The latest match and its prompt, reusable by `assign` while the tree has not changed since. */
@@ -137,9 +128,6 @@ export class ClusterTree {
       const grown = new Int32Array(Math.max(instance + 1, this.matchLen.length * 2));
       grown.set(this.matchLen);
       this.matchLen = grown;
-      const computed = new Int32Array(grown.length);
-      computed.set(this.computedLen);
-      this.computedLen = computed;
     }
   }
 
@@ -172,11 +160,7 @@ export class ClusterTree {
 
   /** Match a prompt; fills the per-instance cached lengths read by `cachedOn`. */
   match(tokens: Tokens): ClusterMatch {
-    for (const i of this.touchedInstances) {
-      this.matchLen[i] = 0;
-      this.computedLen[i] = 0;
-      this.pendingMet[i] = null;
-    }
+    for (const i of this.touchedInstances) this.matchLen[i] = 0;
     this.touchedInstances.length = 0;
     const m = this.tree.match(tokens);
     let bestCached = 0;
@@ -188,14 +172,8 @@ export class ClusterTree {
       for (const slot of node.data.slots) {
         if (!slot.cached || (slot.inflight > 0 && this.instances[slot.instance]?.exclusivePrefixes === true))
           continue;
-        const i = slot.instance;
-        if (this.matchLen[i] === 0) this.touchedInstances.push(i);
-        // The computed part ends at the first node a queued request has yet to compute.
-        if (this.pendingMet[i] == null) {
-          if (slot.pendingBy === null) this.computedLen[i] = end;
-          else this.pendingMet[i] = slot.pendingBy;
-        }
-        this.matchLen[i] = end;
+        if (this.matchLen[slot.instance] === 0) this.touchedInstances.push(slot.instance);
+        this.matchLen[slot.instance] = end;
         any = true;
       }
       if (any) {
@@ -226,24 +204,10 @@ export class ClusterTree {
   }
 
   /**
-   * Of `cachedOn(instance)`, the tokens no routed request is still to compute there (`assign`'s
-   * `pendingBy`): what the instance's engine holds now (valid until the next match).
-   */
-  computedOn(instance: InstanceId): number {
-    return instance < this.computedLen.length ? this.computedLen[instance]! : 0;
-  }
-
-  /** The pending mark that ends `computedOn(instance)` short of `cachedOn(instance)`, if any. */
-  pendingOn(instance: InstanceId): object | null {
-    return this.pendingMet[instance] ?? null;
-  }
-
-  /**
    * Record that `tokens` was routed to `instance`: insert it, count it in flight and in the window
    * on every node of its path, mark the path cached there (the engine will cache the prompt) and
    * make it most recently used. Returns the leaf (null for an empty prompt). Policies without a
-   * window pass `countInWindow = false` and never call releaseWindow. `pendingBy` marks the nodes
-   * this request newly caches there as not computed yet, until `settle` is called with it.
+   * window pass `countInWindow = false` and never call releaseWindow.
    */
   assign(
     tokens: Tokens,
@@ -251,7 +215,6 @@ export class ClusterTree {
     now: number,
     countInWindow = true,
     lastMatch?: ClusterMatch,
-    pendingBy: object | null = null,
   ): ClusterNode | null {
     const cache = this.requireInstance(instance);
     const path =
@@ -272,7 +235,6 @@ export class ClusterTree {
       }
       if (!slot.cached) {
         slot.cached = true;
-        slot.pendingBy = pendingBy;
         cache.usedTokens += node.length;
       }
       slot.lastAccess = now;
@@ -290,13 +252,6 @@ export class ClusterTree {
       slot.inflight--;
       // Unpinned: evictable again, most recently used. The walk goes leaf first, so parents link after.
       if (slot.inflight === 0 && slot.cached && cache !== undefined) this.linkTail(cache, slot);
-    });
-  }
-
-  /** The request that marked its path `pendingBy` started computing it: the path counts as computed. */
-  settle(leaf: ClusterNode | null, instance: InstanceId, pendingBy: object): void {
-    this.walkUp(leaf, instance, (slot) => {
-      if (slot.pendingBy === pendingBy) slot.pendingBy = null;
     });
   }
 
@@ -443,7 +398,6 @@ export class ClusterTree {
       const slot = findSlot(node, instance);
       if (slot === undefined || !slot.cached) return;
       slot.cached = false;
-      slot.pendingBy = null;
       cache.usedTokens -= node.length;
       this.unlink(cache, slot);
       this.onUncache?.(instance, node);
@@ -466,7 +420,6 @@ export class ClusterTree {
       const n = visited[v]!;
       const slot = findSlot(n, instance)!;
       slot.cached = false;
-      slot.pendingBy = null;
       cache.usedTokens -= n.length;
       this.unlink(cache, slot);
       this.onUncache?.(instance, n);
@@ -614,7 +567,6 @@ export class ClusterTree {
       h.windowCount = t.windowCount;
       h.inflight = t.inflight;
       h.lastAccess = t.lastAccess;
-      h.pendingBy = t.pendingBy;
       head.data.slots.push(h);
       if (t.cached && t.inflight === 0) this.linkAfter(this.instances[t.instance]!, t, h);
     }
@@ -657,8 +609,7 @@ function sameState(parent: ClusterNode, child: ClusterNode): boolean {
       y === undefined ||
       y.cached !== x.cached ||
       y.windowCount !== x.windowCount ||
-      y.inflight !== x.inflight ||
-      y.pendingBy !== x.pendingBy
+      y.inflight !== x.inflight
     ) {
       return false;
     }

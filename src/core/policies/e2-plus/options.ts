@@ -34,18 +34,6 @@ export interface E2PlusOptions {
   readonly startedAhead: boolean;
   /** An admitted request's prefill counts only what is left of it (its predicted time less the time since admission). */
   readonly remainingPrefill: boolean;
-  /**
-   * Queue order by what the engine holds: a prefix an earlier request still queued on the instance
-   * brings (routed there, not yet started) is not in the engine's cache, so an lpm queue sorts the
-   * requests that share it as if it were missing until that request starts.
-   */
-  readonly pendingPrefixes: boolean;
-  /**
-   * Later arrivals that sort ahead in an lpm queue lengthen the wait: the queue ahead is divided by
-   * (1 - rho), rho the prefill seconds per second routed to the instance over the last this many
-   * seconds by requests with more cached tokens there (at most 0.9). 0: off.
-   */
-  readonly overtakingSeconds: number;
   /** Charge what the request's prefill and decode cost the requests already running there (marginal latency). */
   readonly interference: boolean;
   /**
@@ -94,8 +82,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   lpmFcfsAbove: LPM_FCFS_ABOVE,
   startedAhead: true,
   remainingPrefill: true,
-  pendingPrefixes: false,
-  overtakingSeconds: 0,
   interference: true,
   interferenceWeight: 1,
   aheadDecoding: true,

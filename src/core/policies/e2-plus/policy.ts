@@ -32,11 +32,6 @@ interface WindowEntry {
   expired: boolean;
 }
 
-/** Whether a routed request has started computing the prefix it newly brought to its instance. */
-interface PendingMark {
-  started: boolean;
-}
-
 /** A request in flight: what it still owes its instance. */
 interface Flight {
   /** Where it runs (a migration moves it). */
@@ -46,15 +41,6 @@ interface Flight {
   queuedPrefill: number;
   /** Prompt tokens predicted cached on its instance at routing (its place in an lpm queue). */
   readonly matched: number;
-  /**
-   * Of `matched`, what the engine held at routing (`pendingPrefixes`): less when an earlier request
-   * still queued there brings the rest. Its place in an lpm queue until `provider` starts.
-   */
-  readonly computed: number;
-  /** The queued request whose prefill brings the rest of `matched`; null when nothing was pending. */
-  readonly provider: PendingMark | null;
-  /** This request's own mark on the nodes it newly caches (settled when it starts). */
-  readonly mark: PendingMark;
   /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
   started: boolean;
   /** When it was admitted (its prefill has been running since). */
@@ -68,9 +54,6 @@ interface Flight {
 }
 
 interface InstanceState {
-  /** Requests routed here lately, oldest first from `recentHead` (overtakingSeconds). */
-  readonly recent: { time: number; key: number; prefill: number }[];
-  recentHead: number;
   /** Sum of in-flight requests' `queuedPrefill`. */
   queuedPrefill: number;
   /** The flights still before their first token. */
@@ -125,9 +108,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   /** The output length and context `choose` predicted for the request being routed (kept on its flight). */
   private routedOut = 0;
   private routedContext = 0;
-  /** The pending mark that held the chosen instance's computed prefix short at routing (pendingPrefixes). */
-  private routedProvider: PendingMark | null = null;
-  private routedComputed = 0;
   /** When the first request was routed (the arrival rate's time base before a whole window has passed). */
   private firstRouted: number | undefined;
   private readonly victimPricing: WindowShareVictimPricing;
@@ -183,30 +163,21 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     let best = -1;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestMatched = 0;
-    let bestComputed = 0;
     for (const i of active) {
       const matched = this.tree.cachedOn(i);
-      const computed = this.options.pendingPrefixes ? this.tree.computedOn(i) : matched;
-      const cost = this.costOf(i, tokens.length, matched, out, context, mark, now, arrivalShare, computed);
+      const cost = this.costOf(i, tokens.length, matched, out, context, mark, now, arrivalShare);
       costs.push(cost);
       if (best < 0 || this.better(cost.total, i, bestCost, best)) {
         best = i;
         bestCost = cost.total;
         bestMatched = matched;
-        bestComputed = computed;
       }
     }
-    this.routedComputed = bestComputed;
-    this.routedProvider =
-      bestComputed < bestMatched ? ((this.tree.pendingOn(best) as PendingMark | null) ?? null) : null;
     const branch: E2PlusBranch = bestMatched > 0 && bestMatched >= match.bestCached ? 'exploit' : 'explore';
     return { instance: best, branch, matchedTokens: bestMatched, costs };
   }
 
-  /**
-   * The marginal latency of placing a request on `instance` (see the class comment). `computed`: the
-   * part of `matched` the engine holds now, the request's place in an lpm queue (`pendingPrefixes`).
-   */
+  /** The marginal latency of placing a request on `instance` (see the class comment). */
   costOf(
     instance: InstanceId,
     promptTokens: number,
@@ -216,7 +187,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     mark: number,
     now: number,
     arrivalShare = 0,
-    computed = matched,
   ): E2PlusInstanceCost {
     const model = this.options.costModel;
     const state = this.stateFor(instance);
@@ -226,9 +196,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const withIt = this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
-    let queued = this.queuedAhead(state, computed, now);
-    if (this.options.overtakingSeconds > 0 && this.sortsQueue(state))
-      queued /= 1 - this.overtakingLoad(state, computed, now);
+    const queued = this.queuedAhead(state, matched, now);
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
@@ -238,7 +206,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
       const delayed =
         this.decodingAt(state, queued, step, now) +
-        (this.options.aheadDecoding ? this.queuedAheadCount(state, computed, queued, step) : 0) +
+        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
         arrivalShare * queued;
       interference = w * delayed * prefill;
     }
@@ -280,25 +248,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       ahead += f.started && remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
     }
     return ahead;
-  }
-
-  /**
-   * Prefill seconds per second routed to the instance over the last `overtakingSeconds` by requests
-   * whose lpm key beat `key` (they overtake a request with `key` while it waits), at most 0.9.
-   */
-  private overtakingLoad(state: InstanceState, key: number, now: number): number {
-    const horizon = this.options.overtakingSeconds;
-    const recent = state.recent;
-    while (state.recentHead < recent.length && recent[state.recentHead]!.time < now - horizon)
-      state.recentHead++;
-    if (state.recentHead > 1024 && state.recentHead * 2 > recent.length) {
-      recent.splice(0, state.recentHead);
-      state.recentHead = 0;
-    }
-    let work = 0;
-    for (let k = state.recentHead; k < recent.length; k++)
-      if (recent[k]!.key > key) work += recent[k]!.prefill;
-    return Math.min(0.9, work / horizon);
   }
 
   /**
@@ -355,7 +304,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * in a queue the engine sorts by cached tokens (`sorted`) or serves in order.
    */
   private isAhead(f: Flight, matched: number, sorted: boolean): boolean {
-    if (!sorted || lpmKey(f) >= matched) return true;
+    if (!sorted || f.matched >= matched) return true;
     return f.started && this.options.startedAhead;
   }
 
@@ -414,15 +363,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const instance = decision.instance;
     const newest = this.window.peekNewest();
     const time = newest !== undefined && newest.time > now ? newest.time : now;
-    const pending: PendingMark = { started: false };
-    const leaf = this.tree.assign(
-      request.tokens,
-      instance,
-      time,
-      true,
-      this.routingMatch ?? undefined,
-      this.options.pendingPrefixes ? pending : null,
-    );
+    const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
     this.routingMatch = null;
     const entry: WindowEntry = {
       time,
@@ -445,9 +386,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       entry,
       queuedPrefill,
       matched: decision.matchedTokens,
-      computed: Math.min(this.routedComputed, decision.matchedTokens),
-      provider: this.routedProvider,
-      mark: pending,
       started: false,
       startedAt: 0,
       out: this.routedOut,
@@ -455,8 +393,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       decodingSince: -1,
     };
     state.queue.add(flight);
-    if (this.options.overtakingSeconds > 0)
-      state.recent.push({ time, key: flight.computed, prefill: queuedPrefill });
     state.contextSum += flight.context;
     this.flights.set(request.id, flight);
     if (this.options.predictEvictions && !this.reportsEvictions.has(instance))
@@ -507,7 +443,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (!f.started && f.queuedPrefill >= 0) this.stateFor(f.instance).started++;
     f.started = true;
     f.startedAt = now;
-    this.settle(f);
   }
 
   override requestFirstToken(id: string, now: number): void {
@@ -534,7 +469,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     else state.decoding.delete(f);
     dropContext(state, f);
     const e = f.entry;
-    this.settle(f);
     this.tree.releaseInflight(e.leaf, instance);
     if (!e.live) return;
     if (counts === undefined) {
@@ -543,13 +477,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     }
     e.outputTokens = counts.outputTokens;
     if (!e.expired) this.countOutput(e, 1);
-  }
-
-  /** The flight's prefill began (or it ended): the prefix it brought counts as computed on its instance. */
-  private settle(f: Flight): void {
-    if (f.mark.started) return;
-    f.mark.started = true;
-    if (this.options.pendingPrefixes) this.tree.settle(f.entry.leaf, f.entry.instance, f.mark);
   }
 
   private prefillDone(f: Flight): void {
@@ -630,21 +557,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         decoding: new Set(),
         contextSum: 0,
         windowRequests: 0,
-        recent: [],
-        recentHead: 0,
       };
       this.states[instance] = s;
     }
     return s;
   }
-}
-
-/**
- * A queued flight's place in an lpm queue: the tokens its instance holds for it, which leave out a
- * prefix an earlier request still queued there brings until that request starts.
- */
-function lpmKey(f: Flight): number {
-  return f.provider !== null && !f.provider.started ? f.computed : f.matched;
 }
 
 /** Take a flight that left the instance's queue or decoding set out of its context sum (exactly 0 once empty). */
