@@ -27,7 +27,10 @@ const top = Number(flag('--top', '3'));
 const firstBlock = Array.from(parseMooncakeJsonl(readFileSync(file, 'utf8')), (row) => row.hashIds[0] ?? -1);
 const sizes = new Map<number, number>();
 for (const b of firstBlock.slice(0, requests)) sizes.set(b, (sizes.get(b) ?? 0) + 1);
-const groups = [...sizes.entries()].sort((a, b) => b[1] - a[1]).slice(0, top).map(([b]) => b);
+const groups = [...sizes.entries()]
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top)
+  .map(([b]) => b);
 const groupOf = (id: string): string => {
   const b = firstBlock[Number(id.slice(id.lastIndexOf('-') + 1))];
   return b !== undefined && groups.includes(b) ? `block ${b}` : 'other';
@@ -43,14 +46,17 @@ for (const spec of flag('--policies', 'e2-plus,cache-aware,kv-cost').split(','))
     const perInstance = new Array<number>(instances).fill(0);
     for (const r of rs) perInstance[r.instance]!++;
     const overtakers = rs.map(
-      (r) => done.filter((o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start).length,
+      (r) =>
+        done.filter((o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start).length,
     );
     const first = rs[0];
     return (
       `${name}: ${rs.length} requests, latency ${mean(rs.map((r) => r.finish - r.arrival)).toFixed(1)} s, ` +
       `TTFT ${mean(rs.map((r) => r.firstToken - r.arrival)).toFixed(1)} s, per instance ${perInstance.join('/')}, ` +
       `overtaken by ${mean(overtakers).toFixed(1)} later arrivals` +
-      (first === undefined ? '' : `; first (${first.id}) waited ${(first.start - first.arrival).toFixed(1)} s`)
+      (first === undefined
+        ? ''
+        : `; first (${first.id}) waited ${(first.start - first.arrival).toFixed(1)} s`)
     );
   });
   const all = done.map((r) => r.finish - r.arrival);
