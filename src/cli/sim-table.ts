@@ -31,7 +31,7 @@ export function simTable(reports: readonly SimReport[]): string {
         const min = Math.min(...busy);
         return [
           r.policy,
-          r.rps,
+          fixed(r.rps, 3),
           fixed(r.latency.mean, 3),
           fixed(r.latency.p99, 3),
           fixed(r.ttft.mean, 3),

@@ -17,7 +17,7 @@ import { addRegistryHelp } from './registry-help.ts';
 interface SimFlags {
   workload: string;
   instances: number;
-  rps: string;
+  rps?: string;
   requests: number;
   policy: string;
   policyOption: string[];
@@ -53,8 +53,7 @@ export function registerSim(program: Command): void {
     )
     .option(
       '--rps <r>',
-      'arrival rate in requests/s, or a comma list for a sweep (traces are re-timed to it)',
-      '8',
+      `arrival rate in requests/s, or a comma list for a sweep (generators: default ${DEFAULT_RPS}; traces: re-timed to it, else replayed at their own timing)`,
     )
     .option(
       '--fleet-action <action>',
@@ -163,6 +162,9 @@ function queuePolicyOptionsOf(given: readonly string[], queuePolicy: string): Qu
   return options as QueuePolicyOptions;
 }
 
+/** `--rps` when none is given and the workload is a generator. */
+const DEFAULT_RPS = 8;
+
 function parseRates(list: string): number[] {
   const rates = list.split(',').map((s) => Number(s.trim()));
   for (const r of rates)
@@ -177,7 +179,7 @@ async function sim(flags: SimFlags): Promise<void> {
     { createProgress },
     { writeSimOutputs },
     { simTable },
-    { workloadStream },
+    { traceOwnRate, workloadStream },
   ] = await Promise.all([
     import('../sim/run.ts'),
     import('./progress.ts'),
@@ -186,7 +188,9 @@ async function sim(flags: SimFlags): Promise<void> {
     import('../workloads/request-stream.ts'),
   ]);
   const policies = parsePolicyList(flags.policy);
-  const rates = parseRates(flags.rps);
+  // A trace without --rps keeps its own timing (its mean rate labels the run); anything else runs at a rate.
+  const ownRate = flags.rps === undefined ? traceOwnRate(flags.workload, flags.requests) : undefined;
+  const rates = ownRate === undefined ? parseRates(flags.rps ?? String(DEFAULT_RPS)) : [ownRate];
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
   if (flags.out !== undefined && flags.goodput === undefined) await ensureWritableDir(flags.out, '--out');
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
@@ -269,7 +273,7 @@ async function sim(flags: SimFlags): Promise<void> {
     for (const rps of rates) {
       const requests = workloadStream(flags.workload, {
         requests: flags.requests,
-        rps,
+        ...(ownRate === undefined ? { rps } : {}),
         seed: flags.seed,
         instances,
       });

@@ -1,6 +1,7 @@
 import { createWorkload } from './registry.ts';
 import { synthetic } from './synthetic.ts';
-import { parseWorkloadSpec, traceRequests } from './traces/registry.ts';
+import { meanRate } from './traces/rate.ts';
+import { parseWorkloadSpec, traceArrivals, traceRequests } from './traces/registry.ts';
 import type { WorkloadRequest } from './types.ts';
 
 /**
@@ -29,4 +30,18 @@ export function workloadStream(
     ...(options.rps === undefined ? {} : { rps: options.rps }),
   });
   return () => stream;
+}
+
+/**
+ * A trace workload's own mean arrival rate over its first `requests` rows (what a replay at the
+ * trace's own timing runs at); undefined for a generator. Fails in one line when those rows span no
+ * time, since a rate is then undefined.
+ */
+export function traceOwnRate(workload: string, requests: number): number | undefined {
+  const spec = parseWorkloadSpec(workload);
+  if (spec.kind === 'generator' || spec.kind === 'synthetic') return undefined;
+  const rate = meanRate(traceArrivals(spec, { limit: requests }));
+  if (Number.isNaN(rate))
+    throw new Error(`${workload}: its first ${requests} rows span no time; give --rps R to re-time them`);
+  return rate;
 }

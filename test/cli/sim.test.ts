@@ -339,3 +339,41 @@ test('preble sim --goodput on a fleet reports goodput per GPU', async () => {
   assert.ok(result.goodputRps >= 1);
   assert.equal(result.goodputPerGpu, result.goodputRps / 2);
 });
+
+test('preble sim replays a trace at its own timing without --rps, and re-times it with one', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'preble-sim-trace-'));
+  const trace = join(dir, 'trace.jsonl');
+  // Six one-block requests two seconds apart: a mean rate of 0.5 requests/s.
+  const rows = [0, 1, 2, 3, 4, 5].map((k) =>
+    JSON.stringify({ timestamp: 2000 * k, input_length: 512, output_length: 4, hash_ids: [k] }),
+  );
+  writeFileSync(trace, `${rows.join('\n')}\n`);
+  const arrivals = (csvPath: string) => {
+    const [head, ...lines] = readFileSync(csvPath, 'utf8').trim().split('\n');
+    const at = head!.split(',').indexOf('arrival');
+    return lines.map((l) => Number(l.split(',')[at])).sort((a, b) => a - b);
+  };
+  const base = ['sim', '--workload', `mooncake:${trace}`, '--requests', '6', '--policy', 'round-robin'];
+
+  const own = await runCli([...base, '--json', '--out', join(dir, 'own')]);
+  assert.equal(own.code, 0, own.stderr);
+  assert.equal(JSON.parse(own.stdout).rps, 0.5);
+  assert.deepEqual(arrivals(join(dir, 'own', 'requests-round-robin@0.5.csv')), [0, 2, 4, 6, 8, 10]);
+
+  const retimed = await runCli([...base, '--rps', '5', '--json', '--out', join(dir, 'retimed')]);
+  assert.equal(retimed.code, 0, retimed.stderr);
+  assert.equal(JSON.parse(retimed.stdout).rps, 5);
+  const fast = arrivals(join(dir, 'retimed', 'requests-round-robin@5.csv'));
+  assert.deepEqual(
+    fast.map((t) => Math.round(t * 1000) / 1000),
+    [0, 0.2, 0.4, 0.6, 0.8, 1],
+  );
+
+  // Rows that all arrive at once have no rate of their own: a one-line reason, not a run.
+  const burst = join(dir, 'burst.jsonl');
+  writeFileSync(burst, `${rows.map((r) => r.replace(/"timestamp": ?\d+/, '"timestamp":7')).join('\n')}\n`);
+  const none = await runCli(['sim', '--workload', `mooncake:${burst}`, '--requests', '6']);
+  assert.notEqual(none.code, 0);
+  assert.match(none.stderr, /span no time; give --rps R/);
+  assert.equal(none.stderr.trim().split('\n').length, 1, none.stderr);
+});
