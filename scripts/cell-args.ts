@@ -43,8 +43,9 @@ export function cellArgs(script: string, args = process.argv.slice(2)): CellArgs
  * A study script's policy spec: 'e2', or 'e2.decodeLoad=inflight+e2.windowSeconds=30' for a policy
  * with options (each part as `preble sim --policy-option` reads it).
  */
-export function policySpec(spec: string): { policy: string; options: Record<string, unknown> } {
-  if (!spec.includes('=')) return { policy: spec, options: {} };
+export function policySpec(spec: string): { policy: string; options?: Record<string, unknown> } {
+  // Without options, runCell gives e2-plus the cell's --options.
+  if (!spec.includes('=')) return { policy: spec };
   const options: Record<string, unknown> = {};
   let policy = '';
   for (const part of spec.split('+')) {

@@ -83,10 +83,17 @@ proto.choose = function (this: unknown, r, now, active) {
   return d;
 };
 
-/** Requests in flight on each instance at time t (dispatched, not finished). */
-function inflightAt(records: readonly SimRecord[], t: number): number[] {
+/**
+ * Requests in flight on each instance when `request` was routed: dispatched before it (records are
+ * in routing order, so those of the same arrival instant routed first count) and not finished.
+ */
+function inflightAt(records: readonly SimRecord[], request: SimRecord): number[] {
   const n = new Array<number>(instances).fill(0);
-  for (const r of records) if (r.dispatch < t && r.finish > t) n[r.instance]!++;
+  const t = request.dispatch;
+  for (const r of records) {
+    if (r === request) break;
+    if (r.dispatch <= t && r.finish > t) n[r.instance]!++;
+  }
   return n;
 }
 
@@ -114,8 +121,12 @@ for (const run of runs) {
   console.log(
     `  tail (${tail.length}): queued ${part((r) => r.start - r.arrival)} prefill ${part((r) => r.firstToken - r.start)} decode ${part((r) => r.finish - r.firstToken)} out ${part((r) => r.outputTokens)} prompt ${part((r) => r.promptTokens)} cached ${part((r) => r.cachedTokens)}`,
   );
+  // Records are in routing order: "later" is routed after r, which tells apart the rows of one
+  // arrival instant (a trace's rounded timestamps).
+  const routed = new Map(recs.map((r, k) => [r, k]));
+  const later = (o: SimRecord, r: SimRecord) => routed.get(o)! > routed.get(r)!;
   const overtakes = (r: SimRecord) =>
-    recs.filter((o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start).length;
+    recs.filter((o) => o.instance === r.instance && later(o, r) && o.start < r.start).length;
   console.log(`  tail overtaken by later arrivals: ${part(overtakes)} a request`);
   // Where the queue and the decode went: overtaking in the wait, the prediction, prefill beside the decode.
   const byInstance = Array.from({ length: instances }, (_, i) => recs.filter((r) => r.instance === i));
@@ -136,9 +147,9 @@ for (const run of runs) {
     return r.start - r.arrival - busy;
   };
   /** Prompt tokens other requests on r's instance prefilled inside [from, to], those that arrived after r or before it. */
-  const prefilledIn = (r: SimRecord, from: number, to: number, later: boolean) =>
+  const prefilledIn = (r: SimRecord, from: number, to: number, after: boolean) =>
     byInstance[r.instance]!.reduce((s, o) => {
-      if (o === r || o.arrival > r.arrival !== later || o.firstToken <= o.start) return s;
+      if (o === r || later(o, r) !== after || o.firstToken <= o.start) return s;
       const span = Math.min(o.firstToken, to) - Math.max(o.start, from);
       return span <= 0 ? s : s + ((o.promptTokens - o.cachedTokens) * span) / (o.firstToken - o.start);
     }, 0);
@@ -219,10 +230,10 @@ for (const run of runs) {
   );
   if (args.includes('--tail'))
     for (const r of tail.sort((a, b) => a.arrival - b.arrival)) {
-      const load = inflightAt(recs, r.arrival);
+      const load = inflightAt(recs, r);
       // Requests routed to the same instance after r that the engine admitted before it (lpm overtakes).
       const overtaken = recs.filter(
-        (o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start,
+        (o) => o.instance === r.instance && later(o, r) && o.start < r.start,
       ).length;
       console.log(
         `   ${r.id} i${r.instance} ${r.branch} lat ${f(r.finish - r.arrival)} q ${f(r.start - r.arrival)} pf ${f(r.firstToken - r.start)} dec ${f(r.finish - r.firstToken)} out ${r.outputTokens} prompt ${r.promptTokens} cached ${r.cachedTokens}/${r.predictedCachedTokens} inflight ${load.join(',')} overtaken ${overtaken}`,

@@ -4,7 +4,8 @@
  * system prompt, or a conversation's start), and per policy each group's request count, mean latency
  * and time to first token, how many of its requests each instance took, how many later arrivals the
  * engine admitted before each of them on its instance (an lpm queue lets a request with more cached
- * overtake), and its first request's wait. Whole run.
+ * overtake; told apart by the order they were routed in, since a trace's rows often share an
+ * arrival instant), and its first request's wait. Whole run.
  *
  *   node --import tsx scripts/trace-classes.ts FILE RPS [--instances N] [--requests N] [--seed S]
  *     [--policies e2-plus,cache-aware,kv-cost] [--top K]
@@ -41,14 +42,18 @@ for (const spec of flag('--policies', 'e2-plus,cache-aware,kv-cost').split(','))
   const { policy, options } = policySpec(spec);
   const { result } = runCell({ ...cell, warmup: 0 }, policy, options);
   const done = result.records.filter((r) => r.finish >= 0);
-  const parts = [...groups.map((b) => `block ${b}`), 'other'].map((name) => {
+  const order = new Map(result.records.map((r, k) => [r, k]));
+  const names = [...groups.map((b) => `block ${b}`), 'other'];
+  const parts = names.flatMap((name) => {
     const rs = done.filter((r) => groupOf(r.id) === name);
+    if (rs.length === 0) return [];
     const perInstance = new Array<number>(instances).fill(0);
     for (const r of rs) perInstance[r.instance]!++;
-    const overtakers = rs.map(
-      (r) =>
-        done.filter((o) => o.instance === r.instance && o.arrival > r.arrival && o.start < r.start).length,
-    );
+    // Records are in routing order, so requests of the same arrival instant routed after r count too.
+    const overtakers = rs.map((r) => {
+      const at = order.get(r)!;
+      return done.filter((o) => o.instance === r.instance && order.get(o)! > at && o.start < r.start).length;
+    });
     const first = rs[0];
     return (
       `${name}: ${rs.length} requests, latency ${mean(rs.map((r) => r.finish - r.arrival)).toFixed(1)} s, ` +

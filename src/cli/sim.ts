@@ -99,7 +99,7 @@ export function registerSim(program: Command): void {
     .option('--slo-tpot <s>', 'TPOT target in seconds (for SLO attainment)', positiveNumber)
     .option(
       '--goodput <share>',
-      'instead of runs at --rps: per policy, the highest rate at which this share of requests meets both SLOs (e.g. 0.9), searched up from --rps',
+      'instead of runs at --rps: per policy, the highest rate at which this share of requests meets both SLOs (e.g. 0.9), searched up from --rps (a trace without it: from its own mean rate)',
       share,
     )
     .option(

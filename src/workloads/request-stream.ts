@@ -34,14 +34,18 @@ export function workloadStream(
 
 /**
  * A trace workload's own mean arrival rate over its first `requests` rows (what a replay at the
- * trace's own timing runs at); undefined for a generator. Fails in one line when those rows span no
- * time, since a rate is then undefined.
+ * trace's own timing runs at), to three decimals; undefined for a generator. Fails in one line when
+ * those rows all arrive at one instant: then there is no rate, to label a replay or to re-time it to.
  */
 export function traceOwnRate(workload: string, requests: number): number | undefined {
   const spec = parseWorkloadSpec(workload);
   if (spec.kind === 'generator' || spec.kind === 'synthetic') return undefined;
-  const rate = meanRate(traceArrivals(spec, { limit: requests }));
+  const arrivals = traceArrivals(spec, { limit: requests });
+  const rate = meanRate(arrivals);
   if (Number.isNaN(rate))
-    throw new Error(`${workload}: its first ${requests} rows span no time; give --rps R to re-time them`);
-  return rate;
+    throw new Error(
+      `${workload}: its ${arrivals.length === 1 ? 'one row arrives' : `${arrivals.length} rows arrive`} at one instant, so it has no rate to replay or re-time it at`,
+    );
+  // Three decimals: the rate labels the run (tables, --out file names); the replay keeps its own times.
+  return Math.round(rate * 1000) / 1000;
 }
