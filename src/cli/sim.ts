@@ -179,7 +179,7 @@ async function sim(flags: SimFlags): Promise<void> {
     { createProgress },
     { writeSimOutputs },
     { simTable },
-    { traceOwnRate, workloadStream },
+    { requestCount, traceOwnRate, workloadStream },
   ] = await Promise.all([
     import('../sim/run.ts'),
     import('./progress.ts'),
@@ -268,7 +268,9 @@ async function sim(flags: SimFlags): Promise<void> {
   }
   const reports: SimReport[] = [];
   const records = new Map<string, import('../sim/record.ts').SimRecord[]>();
-  const progress = createProgress(flags.requests * rates.length * policies.length);
+  const progress = createProgress(
+    requestCount(flags.workload, flags.requests) * rates.length * policies.length,
+  );
   try {
     for (const rps of rates) {
       const requests = workloadStream(flags.workload, {

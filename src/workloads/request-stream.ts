@@ -49,3 +49,10 @@ export function traceOwnRate(workload: string, requests: number): number | undef
   // Three decimals: the rate labels the run (tables, --out file names); the replay keeps its own times.
   return Math.round(rate * 1000) / 1000;
 }
+
+/** How many requests a run of `workload` has: `requests`, or fewer where a trace has fewer rows. */
+export function requestCount(workload: string, requests: number): number {
+  const spec = parseWorkloadSpec(workload);
+  if (spec.kind === 'generator' || spec.kind === 'synthetic') return requests;
+  return traceArrivals(spec, { limit: requests }).length;
+}
