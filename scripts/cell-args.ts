@@ -1,5 +1,9 @@
 import { costModelPreset } from '../src/core/cost-model/presets.ts';
+import type { E2PlusInstanceCost } from '../src/core/policies/e2-plus/options.ts';
+import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
 import { parsePolicyOption } from '../src/core/policies/registry.ts';
+import type { InstanceId, RouteDecision, RouteRequest } from '../src/core/types.ts';
+import type { SimRecord } from '../src/sim/record.ts';
 import { runSimulation } from '../src/sim/run.ts';
 import { workloadStream } from '../src/workloads/request-stream.ts';
 
@@ -54,6 +58,43 @@ export function policySpec(spec: string): { policy: string; options?: Record<str
     options[parsed.key] = parsed.value;
   }
   return { policy, options };
+}
+
+/**
+ * Watch every e2-plus decision without changing it (wraps its routing choice once per call): the
+ * listener gets the request, the decision, the time, the instances it chose among and the policy.
+ */
+export function onE2PlusDecision(
+  listener: (
+    request: RouteRequest,
+    decision: RouteDecision<E2PlusInstanceCost>,
+    now: number,
+    active: readonly InstanceId[],
+    policy: E2PlusPolicy,
+  ) => void,
+): void {
+  type Choose = (
+    this: E2PlusPolicy,
+    r: RouteRequest,
+    now: number,
+    active: readonly InstanceId[],
+  ) => RouteDecision<E2PlusInstanceCost>;
+  const proto = E2PlusPolicy.prototype as unknown as { choose: Choose };
+  const choose = proto.choose;
+  proto.choose = function (r, now, active) {
+    const d = choose.call(this, r, now, active);
+    listener(r, d, now, active, this);
+    return d;
+  };
+}
+
+/**
+ * Whether `o` was routed after `r`. A run's records are in routing order, which tells apart the rows
+ * of one arrival instant (a trace's rounded timestamps) where their arrival times cannot.
+ */
+export function routedAfter(records: readonly SimRecord[]): (o: SimRecord, r: SimRecord) => boolean {
+  const order = new Map(records.map((r, k) => [r, k]));
+  return (o, r) => order.get(o)! > order.get(r)!;
 }
 
 /** Prompt-length bins (tokens) the study scripts report by. */

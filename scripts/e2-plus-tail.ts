@@ -21,14 +21,14 @@
  * while part of the request's predicted-cached prefix was still being prefilled by an earlier request.
  */
 import { costModelPreset } from '../src/core/cost-model/presets.ts';
-import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
-import type { RouteDecision, RouteRequest, Tokens } from '../src/core/types.ts';
+import type { Tokens } from '../src/core/types.ts';
 import { LOADS, saturationRate } from '../src/experiments/policies.ts';
 import { warmupSeconds } from '../src/experiments/warmup.ts';
 import type { SimRecord } from '../src/sim/record.ts';
 import { runSimulation } from '../src/sim/run.ts';
 import { mixed } from '../src/workloads/mixed.ts';
 import { workloadStream } from '../src/workloads/request-stream.ts';
+import { onE2PlusDecision, routedAfter } from './cell-args.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -69,19 +69,12 @@ const pct = (xs: number[], q: number) => {
 };
 const f = (x: number) => x.toFixed(3);
 
-/** e2-plus's predicted queue ahead and own prefill on the chosen instance, by request id (wraps its choice). */
+/** e2-plus's predicted queue ahead and own prefill on the chosen instance, by request id. */
 const predicted = new Map<string, { queued: number; prefill: number }>();
-type Choose = (r: RouteRequest, now: number, active: readonly number[]) => RouteDecision;
-const proto = E2PlusPolicy.prototype as unknown as { choose: Choose };
-const choose = proto.choose;
-proto.choose = function (this: unknown, r, now, active) {
-  const d = choose.call(this, r, now, active);
-  const c = d.costs?.find((x) => x.instance === d.instance) as
-    | { queued: number; prefill: number }
-    | undefined;
+onE2PlusDecision((r, d) => {
+  const c = d.costs.find((x) => x.instance === d.instance);
   if (c !== undefined) predicted.set(r.id, { queued: c.queued, prefill: c.prefill });
-  return d;
-};
+});
 
 /**
  * Requests in flight on each instance when `request` was routed: dispatched before it (records are
@@ -121,10 +114,7 @@ for (const run of runs) {
   console.log(
     `  tail (${tail.length}): queued ${part((r) => r.start - r.arrival)} prefill ${part((r) => r.firstToken - r.start)} decode ${part((r) => r.finish - r.firstToken)} out ${part((r) => r.outputTokens)} prompt ${part((r) => r.promptTokens)} cached ${part((r) => r.cachedTokens)}`,
   );
-  // Records are in routing order: "later" is routed after r, which tells apart the rows of one
-  // arrival instant (a trace's rounded timestamps).
-  const routed = new Map(recs.map((r, k) => [r, k]));
-  const later = (o: SimRecord, r: SimRecord) => routed.get(o)! > routed.get(r)!;
+  const later = routedAfter(recs);
   const overtakes = (r: SimRecord) =>
     recs.filter((o) => o.instance === r.instance && later(o, r) && o.start < r.start).length;
   console.log(`  tail overtaken by later arrivals: ${part(overtakes)} a request`);

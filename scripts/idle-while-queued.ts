@@ -16,26 +16,17 @@
  */
 
 import type { E2PlusInstanceCost } from '../src/core/policies/e2-plus/options.ts';
-import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
-import type { RouteDecision, RouteRequest } from '../src/core/types.ts';
 import { percentiles } from '../src/report/stats.ts';
 import type { SimRecord } from '../src/sim/record.ts';
-import { cellArgs, mean, policySpec, runCell } from './cell-args.ts';
+import { cellArgs, mean, onE2PlusDecision, policySpec, runCell } from './cell-args.ts';
 
 const cell = cellArgs('idle-while-queued.ts');
 const { workload, rps, instances, requests, seed, flag } = cell;
 const who = Number(flag('--who', '0'));
 
-/** e2-plus's priced instances per routed request (wraps its choice; other policies route as they do). */
+/** e2-plus's priced instances per routed request (other policies route as they do). */
 const priced = new Map<string, readonly E2PlusInstanceCost[]>();
-type Choose = (r: RouteRequest, now: number, active: readonly number[]) => RouteDecision<E2PlusInstanceCost>;
-const proto = E2PlusPolicy.prototype as unknown as { choose: Choose };
-const choose = proto.choose;
-proto.choose = function (this: unknown, r, now, active) {
-  const d = choose.call(this, r, now, active);
-  if (who > 0) priced.set(r.id, d.costs);
-  return d;
-};
+if (who > 0) onE2PlusDecision((r, d) => priced.set(r.id, d.costs));
 
 /**
  * Time-weighted measures of the run's per-instance state, from admission and finish times, and per

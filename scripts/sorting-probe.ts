@@ -13,9 +13,7 @@
  * The probe wraps the policy's `choose` in this script only: the policy itself is unchanged.
  */
 import type { E2PlusInstanceCost } from '../src/core/policies/e2-plus/options.ts';
-import { E2PlusPolicy } from '../src/core/policies/e2-plus/policy.ts';
-import type { RouteDecision, RouteRequest } from '../src/core/types.ts';
-import { PROMPT_BINS as BINS, cellArgs, mean, runCell } from './cell-args.ts';
+import { PROMPT_BINS as BINS, cellArgs, mean, onE2PlusDecision, runCell } from './cell-args.ts';
 
 const cell = cellArgs('sorting-probe.ts');
 const { workload, rps, instances, warmup, seed, options } = cell;
@@ -31,14 +29,9 @@ interface Probe {
   readonly queuedCount: readonly number[];
 }
 const probes: Probe[] = [];
-type Chooser = (r: RouteRequest, now: number, active: readonly number[]) => RouteDecision<E2PlusInstanceCost>;
-// biome-ignore lint/suspicious/noExplicitAny: the probe reads the policy's private state
-const proto = E2PlusPolicy.prototype as any;
-const original = proto.choose as Chooser;
-proto.choose = function (this: unknown, r: RouteRequest, now: number, active: readonly number[]) {
-  const d = original.call(this, r, now, active);
-  // biome-ignore lint/suspicious/noExplicitAny: private state
-  const states = (this as any).states as { decoding: Set<unknown>; queue: Set<unknown> }[];
+onE2PlusDecision((r, d, now, active, policy) => {
+  // biome-ignore lint/suspicious/noExplicitAny: the probe reads the policy's private state
+  const states = (policy as any).states as { decoding: Set<unknown>; queue: Set<unknown> }[];
   probes.push({
     id: r.id,
     now,
@@ -48,8 +41,7 @@ proto.choose = function (this: unknown, r: RouteRequest, now: number, active: re
     decoding: active.map((i) => states[i]?.decoding.size ?? 0),
     queuedCount: active.map((i) => states[i]?.queue.size ?? 0),
   });
-  return d;
-};
+});
 
 const { report, result } = runCell(cell, 'e2-plus');
 const f = (x: number, d = 2) => x.toFixed(d);

@@ -13,9 +13,9 @@
  * --top: the K largest groups by request count (default 3); the rest are counted as 'other'.
  * A policy written POLICY.OPTION=VALUE runs with that option (see idle-while-queued.ts).
  */
-import { readFileSync } from 'node:fs';
 import { parseMooncakeJsonl } from '../src/workloads/traces/mooncake-jsonl.ts';
-import { cellArgs, mean, policySpec, runCell } from './cell-args.ts';
+import { readTraceText } from '../src/workloads/traces/read.ts';
+import { cellArgs, mean, policySpec, routedAfter, runCell } from './cell-args.ts';
 
 const args = process.argv.slice(2);
 const file = args[0];
@@ -25,7 +25,7 @@ const { rps, instances, requests, seed, flag } = cell;
 const top = Number(flag('--top', '3'));
 
 // Row k of the trace is request mooncake-k (the replay numbers rows from the first one kept).
-const firstBlock = Array.from(parseMooncakeJsonl(readFileSync(file, 'utf8')), (row) => row.hashIds[0] ?? -1);
+const firstBlock = Array.from(parseMooncakeJsonl(readTraceText(file)), (row) => row.hashIds[0] ?? -1);
 const sizes = new Map<number, number>();
 for (const b of firstBlock.slice(0, requests)) sizes.set(b, (sizes.get(b) ?? 0) + 1);
 const groups = [...sizes.entries()]
@@ -42,18 +42,16 @@ for (const spec of flag('--policies', 'e2-plus,cache-aware,kv-cost').split(','))
   const { policy, options } = policySpec(spec);
   const { result } = runCell({ ...cell, warmup: 0 }, policy, options);
   const done = result.records.filter((r) => r.finish >= 0);
-  const order = new Map(result.records.map((r, k) => [r, k]));
+  const later = routedAfter(result.records);
   const names = [...groups.map((b) => `block ${b}`), 'other'];
   const parts = names.flatMap((name) => {
     const rs = done.filter((r) => groupOf(r.id) === name);
     if (rs.length === 0) return [];
     const perInstance = new Array<number>(instances).fill(0);
     for (const r of rs) perInstance[r.instance]!++;
-    // Records are in routing order, so requests of the same arrival instant routed after r count too.
-    const overtakers = rs.map((r) => {
-      const at = order.get(r)!;
-      return done.filter((o) => o.instance === r.instance && order.get(o)! > at && o.start < r.start).length;
-    });
+    const overtakers = rs.map(
+      (r) => done.filter((o) => o.instance === r.instance && later(o, r) && o.start < r.start).length,
+    );
     const first = rs[0];
     return (
       `${name}: ${rs.length} requests, latency ${mean(rs.map((r) => r.finish - r.arrival)).toFixed(1)} s, ` +

@@ -179,7 +179,7 @@ async function sim(flags: SimFlags): Promise<void> {
     { createProgress },
     { writeSimOutputs },
     { simTable },
-    { requestCount, traceOwnRate, workloadStream },
+    { traceWindow, workloadStream },
   ] = await Promise.all([
     import('../sim/run.ts'),
     import('./progress.ts'),
@@ -189,8 +189,10 @@ async function sim(flags: SimFlags): Promise<void> {
   ]);
   const policies = parsePolicyList(flags.policy);
   // A trace without --rps keeps its own timing (its mean rate labels the run); anything else runs at a rate.
-  const ownRate = flags.rps === undefined ? traceOwnRate(flags.workload, flags.requests) : undefined;
-  const rates = ownRate === undefined ? parseRates(flags.rps ?? String(DEFAULT_RPS)) : [ownRate];
+  const trace = traceWindow(flags.workload, flags.requests);
+  const ownRate = flags.rps === undefined ? trace?.rate : undefined;
+  const rates =
+    ownRate !== undefined ? [ownRate] : flags.rps === undefined ? [DEFAULT_RPS] : parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
   if (flags.out !== undefined && flags.goodput === undefined) await ensureWritableDir(flags.out, '--out');
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
@@ -268,9 +270,7 @@ async function sim(flags: SimFlags): Promise<void> {
   }
   const reports: SimReport[] = [];
   const records = new Map<string, import('../sim/record.ts').SimRecord[]>();
-  const progress = createProgress(
-    requestCount(flags.workload, flags.requests) * rates.length * policies.length,
-  );
+  const progress = createProgress((trace?.rows ?? flags.requests) * rates.length * policies.length);
   try {
     for (const rps of rates) {
       const requests = workloadStream(flags.workload, {

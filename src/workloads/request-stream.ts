@@ -33,11 +33,12 @@ export function workloadStream(
 }
 
 /**
- * A trace workload's own mean arrival rate over its first `requests` rows (what a replay at the
- * trace's own timing runs at), to three decimals; undefined for a generator. Fails in one line when
- * those rows all arrive at one instant: then there is no rate, to label a replay or to re-time it to.
+ * The first `requests` rows of a trace workload, read once: how many there are (a run has fewer
+ * requests than asked where the trace is shorter) and their own mean arrival rate to three decimals
+ * (what a replay at the trace's own timing runs at, and labels it). Undefined for a generator. Fails
+ * in one line when those rows all arrive at one instant: then there is no rate to replay or re-time to.
  */
-export function traceOwnRate(workload: string, requests: number): number | undefined {
+export function traceWindow(workload: string, requests: number): { rows: number; rate: number } | undefined {
   const spec = parseWorkloadSpec(workload);
   if (spec.kind === 'generator' || spec.kind === 'synthetic') return undefined;
   const arrivals = traceArrivals(spec, { limit: requests });
@@ -46,13 +47,5 @@ export function traceOwnRate(workload: string, requests: number): number | undef
     throw new Error(
       `${workload}: its ${arrivals.length === 1 ? 'one row arrives' : `${arrivals.length} rows arrive`} at one instant, so it has no rate to replay or re-time it at`,
     );
-  // Three decimals: the rate labels the run (tables, --out file names); the replay keeps its own times.
-  return Math.round(rate * 1000) / 1000;
-}
-
-/** How many requests a run of `workload` has: `requests`, or fewer where a trace has fewer rows. */
-export function requestCount(workload: string, requests: number): number {
-  const spec = parseWorkloadSpec(workload);
-  if (spec.kind === 'generator' || spec.kind === 'synthetic') return requests;
-  return traceArrivals(spec, { limit: requests }).length;
+  return { rows: arrivals.length, rate: Math.round(rate * 1000) / 1000 };
 }
