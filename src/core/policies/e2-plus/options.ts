@@ -54,6 +54,13 @@ export interface E2PlusOptions {
    * queue longer than their decodes, most will have finished.
    */
   readonly decodeEnds: boolean;
+  /**
+   * r's decode stretched by 1 / (1 - the instance's recent prefill share): its iterations share the
+   * instance with the prefill chunks routed there (measurement log, step 23).
+   */
+  readonly prefillShare: boolean;
+  /** r's decode step at the instance's flights' mean context with r's (else the batch at r's context). */
+  readonly instanceContexts: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -87,6 +94,8 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,
+  prefillShare: false,
+  instanceContexts: false,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

@@ -26,6 +26,8 @@ interface WindowEntry {
   readonly instance: InstanceId;
   readonly leaf: ClusterNode | null;
   readonly promptTokens: number;
+  /** Its predicted prefill seconds on its instance (the instance's recent prefill share). */
+  readonly prefill: number;
   /** Output tokens once finished; -1 before. */
   outputTokens: number;
   live: boolean;
@@ -66,6 +68,8 @@ interface InstanceState {
   contextSum: number;
   /** Live window entries routed here (the eviction cost's N_j denominator). */
   windowRequests: number;
+  /** Predicted prefill seconds of the live window entries routed here. */
+  windowPrefill: number;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -193,17 +197,25 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
     const prefill = model.prefillTime(missed, matched);
-    const withIt = this.stepTime(batch + 1, context);
+    const flights = state.queue.size + state.decoding.size;
+    const withIt = this.options.instanceContexts
+      ? this.stepTime(batch + 1, (state.contextSum + context) / (flights + 1))
+      : this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
     const queued = this.queuedAhead(state, matched, now);
+    const stretch = this.options.prefillShare ? 1 / (1 - this.prefillShareOf(state, now)) : 1;
+    decode *= stretch;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
-      decode += w * batch * out * Math.max(0, withIt - this.stepTime(batch, context));
+      const without = this.options.instanceContexts
+        ? this.stepTime(batch, flights > 0 ? state.contextSum / flights : 0)
+        : this.stepTime(batch, context);
+      decode += w * batch * out * Math.max(0, withIt - without);
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
       // and those arriving while r waits queue behind it.
       // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
-      const step = this.options.decodeEnds ? this.instanceStep(state, batch) : 0;
+      const step = this.options.decodeEnds ? this.instanceStep(state, batch) * stretch : 0;
       const delayed =
         this.decodingAt(state, queued, step, now) +
         (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
@@ -319,6 +331,17 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     return this.window.size / Math.max(1, covered);
   }
 
+  /**
+   * The share of the instance's time its recent prefills took (the window's predicted prefill seconds
+   * routed here over the time the window covers), at most 0.9: r's decode iterations share the instance
+   * with the prefill chunks that keep arriving there, so its decode stretches by 1 / (1 - share).
+   */
+  private prefillShareOf(state: InstanceState, now: number): number {
+    if (this.firstRouted === undefined) return 0;
+    const covered = Math.max(1, Math.min(this.options.windowSeconds, now - this.firstRouted));
+    return Math.min(0.9, state.windowPrefill / covered);
+  }
+
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
   private stepTime(batch: number, context: number): number {
     if (batch <= 0) return 0;
@@ -365,11 +388,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const time = newest !== undefined && newest.time > now ? newest.time : now;
     const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
     this.routingMatch = null;
+    const chosen = decision.costs.find((c) => c.instance === instance);
+    const queuedPrefill = chosen?.prefill ?? 0;
     const entry: WindowEntry = {
       time,
       instance,
       leaf,
       promptTokens: request.tokens.length,
+      prefill: queuedPrefill,
       outputTokens: -1,
       live: true,
       expired: false,
@@ -378,8 +404,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.firstRouted ??= time;
     const state = this.stateFor(instance);
     state.windowRequests++;
-    const chosen = decision.costs.find((c) => c.instance === instance);
-    const queuedPrefill = chosen?.prefill ?? 0;
+    state.windowPrefill += queuedPrefill;
     state.queuedPrefill += queuedPrefill;
     const flight: Flight = {
       instance,
@@ -531,6 +556,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.tree.releaseWindow(e.leaf, e.instance);
     const state = this.stateFor(e.instance);
     state.windowRequests = Math.max(0, state.windowRequests - 1);
+    state.windowPrefill = state.windowRequests === 0 ? 0 : Math.max(0, state.windowPrefill - e.prefill);
     if (e.outputTokens >= 0) this.countOutput(e, -1);
   }
 
@@ -557,6 +583,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         decoding: new Set(),
         contextSum: 0,
         windowRequests: 0,
+        windowPrefill: 0,
       };
       this.states[instance] = s;
     }

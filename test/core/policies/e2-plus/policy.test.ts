@@ -278,3 +278,37 @@ test('the global LRU model evicts for queued requests only until the instance re
     assert.equal(d.matchedTokens, reported ? 600 : 400, `matched (reported ${reported})`);
   }
 });
+
+test("prefillShare: r's decode stretches by 1 / (1 - the instance's recent prefill share), at most 10x", () => {
+  for (const prefillShare of [true, false]) {
+    const p = plus(2, { prefillShare });
+    const a = route(p, seq(1000, 0), 0); // -> 0: 1 s of prefill
+    p.requestFinished(a.id, 1.5, { promptTokens: 1000, cachedTokens: 0, outputTokens: 45 });
+    // The window covers the 10 s since the first request: 0 spent 1 s of it prefilling, 1 none.
+    const r = route(p, seq(50, 5000), 10);
+    close(cost(r, 0).decode, (45 * 0.001) / (prefillShare ? 0.9 : 1), `prefillShare ${prefillShare}: 0`);
+    close(cost(r, 1).decode, 45 * 0.001, `prefillShare ${prefillShare}: 1`);
+  }
+  const p = plus(2, { prefillShare: true });
+  route(p, seq(100_000, 0), 0); // 100 s of prefill routed to 0 in the 1 s the window covers
+  // Its own decode at batch 2, ten times, and what it adds to the one in flight there.
+  close(cost(route(p, seq(50, 200_000), 1), 0).decode, 10 * 45 * 0.002 + 45 * 0.001, 'share capped at 0.9');
+});
+
+test("instanceContexts: r's decode step is the instance's, at its flights' contexts with r's", () => {
+  const base = simpleCostModel();
+  const costModel = { ...base, iterationTime: (b: BatchShape) => 0.001 * b.newTokens + 1e-6 * b.seqTokens };
+  const step = (batch: number, context: number) => 0.001 * batch + 1e-6 * batch * (context + 1);
+  for (const instanceContexts of [true, false]) {
+    const p = new E2PlusPolicy({ costModel, evictionCost: false, instanceContexts });
+    p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+    const a = route(p, seq(10_000, 0), 0);
+    p.requestFirstToken(a.id, 0.1); // decodes at a context of 10,000 + 45 / 2
+    const r = route(p, seq(100, 50_000), 0.1);
+    const mine = 100 + 45 / 2;
+    const theirs = 10_000 + 45 / 2;
+    const withIt = instanceContexts ? step(2, (mine + theirs) / 2) : step(2, mine);
+    const without = instanceContexts ? step(1, theirs) : step(1, mine);
+    close(cost(r, 0).decode, 45 * withIt + 45 * (withIt - without), `instanceContexts ${instanceContexts}`);
+  }
+});
