@@ -20,7 +20,7 @@ export interface E2PlusInstanceCost extends InstanceCost {
 }
 
 export interface E2PlusOptions {
-  /** History window (seconds): prefix popularity for the eviction cost and the output-length estimate only. */
+  /** History window (seconds): prefix popularity for the eviction cost, the output-length estimate, the arrival rate and the prefill share. */
   readonly windowSeconds: number;
   /**
    * The engines' queue order, for the prefill queued *ahead* of a request: 'lpm' (SGLang's default and
@@ -59,6 +59,13 @@ export interface E2PlusOptions {
    * instance with the prefill chunks routed there (measurement log, step 23).
    */
   readonly prefillShare: boolean;
+  /**
+   * The prefill share's cap: r's decode stretches at most 1 / (1 - cap). A decode iteration with a
+   * 512-token chunk beside it takes 1.4-2.7x one without when the chunk is early in its prompt
+   * (Mistral-7B A6000 preset), more deep in a long one; 0.5 (at most 2x), and prefill routed beyond
+   * it waits in the queue, which Q_i prices. Measured against 0.75 and 0.9 (measurement log, step 23).
+   */
+  readonly maxPrefillShare: number;
   /** r's decode step at the instance's flights' mean context with r's (else the batch at r's context). */
   readonly instanceContexts: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
@@ -94,8 +101,9 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,
-  prefillShare: false,
-  instanceContexts: false,
+  prefillShare: true,
+  maxPrefillShare: 0.5,
+  instanceContexts: true,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

@@ -85,8 +85,10 @@ interface OutputStats {
  * not three minutes of history. The cost of instance i for request r is r's marginal latency there:
  *
  *   Q_i (prefill queued ahead) + P_i (r's prefill of its miss on i)
- *   + out x step_i(B_i + 1)                   r's own decode at i's batch size
- *   + w x B_i x out x (step(B_i+1) - step(B_i)) what r's decode slows the B_i others by
+ *   + out x step_i(B_i + 1) / (1 - s_i)       r's own decode at i's batch and contexts, stretched
+ *                                             by the prefill chunks i keeps running (s_i: its
+ *                                             recent prefill share of time)
+ *   + w x B_i x out x (step_i(B_i+1) - step_i(B_i)) what r's decode slows the B_i others by
  *   + w x (D_i + A_i + lambda_i x Q_i) x P_i  what r's prefill delays the D_i decoding there by,
  *                                             the A_i queued ahead of it (decoding by then), and
  *                                             those arriving while it waits (queued behind it);
@@ -95,7 +97,7 @@ interface OutputStats {
  *
  * A burst on one prefix stays on its holder until the queue there costs more than recomputing the
  * prefix elsewhere, then spreads (fan-out without a hint); imbalance is corrected at every decision.
- * The window H is kept only for prefix popularity (M's N_j) and the output-length estimate.
+ * The window H is kept for prefix popularity (M's N_j), the output-length estimate and s_i.
  */
 export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   readonly name = 'e2-plus';
@@ -127,6 +129,9 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       );
     if (!(this.options.lpmFcfsAbove >= 0))
       throw new Error(`e2-plus option 'lpmFcfsAbove' must be >= 0, got ${this.options.lpmFcfsAbove}`);
+    const cap = this.options.maxPrefillShare;
+    if (!(cap >= 0 && cap < 1))
+      throw new Error(`e2-plus option 'maxPrefillShare' must be >= 0 and < 1, got ${cap}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
     this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.tree.onRemove = (node) => this.byPrefix.delete(node);
@@ -146,6 +151,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   /** Prefill seconds queued on the instance (routed there, first token not yet out). */
   queuedPrefillOf(instance: InstanceId): number {
     return this.states[instance]?.queuedPrefill ?? 0;
+  }
+
+  /** Predicted prefill seconds routed to the instance within the window (the prefill share's numerator). */
+  windowPrefillOf(instance: InstanceId): number {
+    return this.states[instance]?.windowPrefill ?? 0;
   }
 
   protected choose(
@@ -333,13 +343,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   /**
    * The share of the instance's time its recent prefills took (the window's predicted prefill seconds
-   * routed here over the time the window covers), at most 0.9: r's decode iterations share the instance
-   * with the prefill chunks that keep arriving there, so its decode stretches by 1 / (1 - share).
+   * routed here over the time the window covers), at most `maxPrefillShare`: r's decode iterations
+   * share the instance with the prefill chunks that keep arriving there, so its decode stretches by
+   * 1 / (1 - share). Prefill routed beyond the cap queues (Q_i prices it) rather than slowing decodes more.
    */
   private prefillShareOf(state: InstanceState, now: number): number {
     if (this.firstRouted === undefined) return 0;
     const covered = Math.max(1, Math.min(this.options.windowSeconds, now - this.firstRouted));
-    return Math.min(0.9, state.windowPrefill / covered);
+    return Math.min(this.options.maxPrefillShare, state.windowPrefill / covered);
   }
 
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */

@@ -31,7 +31,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('tick' as const), advance: fc.double({ min: 0, max: 50, noNaN: true }) }),
 );
 
-test('e2-plus: queued prefill never goes negative and returns to zero once nothing is in flight; the window empties', () => {
+test('e2-plus: queued and window prefill never go negative and return to zero once nothing is in flight and the window has passed; the window empties', () => {
   fc.assert(
     fc.property(fc.array(opArb, { maxLength: 60 }), fc.boolean(), (ops, small) => {
       const p = new E2PlusPolicy({ costModel: simpleCostModel(), windowSeconds: 30 });
@@ -70,7 +70,10 @@ test('e2-plus: queued prefill never goes negative and returns to zero once nothi
           }
         }
         p.tree.checkInvariants();
-        for (let i = 0; i < INSTANCES; i++) assert.ok(p.queuedPrefillOf(i) >= 0);
+        for (let i = 0; i < INSTANCES; i++) {
+          assert.ok(p.queuedPrefillOf(i) >= 0);
+          assert.ok(p.windowPrefillOf(i) >= 0);
+        }
       }
       for (const r of inflight)
         p.requestFinished(r.id, now, { promptTokens: 1, cachedTokens: 0, outputTokens: 1 });
@@ -79,6 +82,7 @@ test('e2-plus: queued prefill never goes negative and returns to zero once nothi
         assert.equal(p.inflight(i), 0);
       }
       p.tick(now + 31);
+      for (let i = 0; i < INSTANCES; i++) assert.equal(p.windowPrefillOf(i), 0, `window prefill on ${i}`);
       for (let i = 0; i < INSTANCES; i++) p.instanceRemoved(i, now + 32);
       assert.equal(p.tree.nodeCount, 0, 'nothing outlives the window, the in-flight requests and the caches');
     }),

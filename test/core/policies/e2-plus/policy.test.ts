@@ -8,8 +8,15 @@ import { concat, seq, simpleCostModel } from '../../../helpers/simple-cost-model
 
 // Cost model: PT(n) = 0.001 n s; one decode step of a batch of B = 0.001 B s; output before any
 // finish: 45 tokens. So r's decode at batch B costs 45 x 0.001 (B + 1) and slows the B others by 45 x 0.001 x B.
+// The recent prefill share's stretch is off unless a test turns it on (its own test below), so that
+// the costs stay sums by hand; the context-free step makes instanceContexts moot here.
 function plus(instances: number, options: Partial<E2PlusOptions> = {}): E2PlusPolicy {
-  const p = new E2PlusPolicy({ costModel: simpleCostModel(), evictionCost: false, ...options });
+  const p = new E2PlusPolicy({
+    costModel: simpleCostModel(),
+    evictionCost: false,
+    prefillShare: false,
+    ...options,
+  });
   for (let i = 0; i < instances; i++) p.instanceAdded(i, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
   return p;
 }
@@ -225,7 +232,12 @@ test('a request the engine admitted is ahead whatever its cached share: running 
 
 test('equal cost and load: the new prefix goes where more KV is free (spreads the working set)', () => {
   for (const memoryTieBreak of [true, false]) {
-    const p = new E2PlusPolicy({ costModel: simpleCostModel(), evictionCost: false, memoryTieBreak });
+    const p = new E2PlusPolicy({
+      costModel: simpleCostModel(),
+      evictionCost: false,
+      prefillShare: false,
+      memoryTieBreak,
+    });
     for (let i = 0; i < 2; i++) p.instanceAdded(i, { kvCapacityTokens: 1000 }, 0);
     const a = route(p, seq(100, 0));
     p.requestFinished(a.id, 1, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 });
@@ -279,7 +291,7 @@ test('the global LRU model evicts for queued requests only until the instance re
   }
 });
 
-test("prefillShare: r's decode stretches by 1 / (1 - the instance's recent prefill share), at most 10x", () => {
+test("prefillShare: r's decode stretches by 1 / (1 - the instance's recent prefill share), at most maxPrefillShare", () => {
   for (const prefillShare of [true, false]) {
     const p = plus(2, { prefillShare });
     const a = route(p, seq(1000, 0), 0); // -> 0: 1 s of prefill
@@ -289,10 +301,21 @@ test("prefillShare: r's decode stretches by 1 / (1 - the instance's recent prefi
     close(cost(r, 0).decode, (45 * 0.001) / (prefillShare ? 0.9 : 1), `prefillShare ${prefillShare}: 0`);
     close(cost(r, 1).decode, 45 * 0.001, `prefillShare ${prefillShare}: 1`);
   }
-  const p = plus(2, { prefillShare: true });
-  route(p, seq(100_000, 0), 0); // 100 s of prefill routed to 0 in the 1 s the window covers
-  // Its own decode at batch 2, ten times, and what it adds to the one in flight there.
-  close(cost(route(p, seq(50, 200_000), 1), 0).decode, 10 * 45 * 0.002 + 45 * 0.001, 'share capped at 0.9');
+  // 100 s of prefill routed to 0 in the 1 s the window covers: the share is capped (0.5 by default).
+  for (const [maxPrefillShare, stretch] of [
+    [undefined, 2],
+    [0.9, 10],
+  ] as const) {
+    const p = plus(2, { prefillShare: true, ...(maxPrefillShare === undefined ? {} : { maxPrefillShare }) });
+    route(p, seq(100_000, 0), 0);
+    // Its own decode at batch 2, stretched, and what it adds to the one in flight there.
+    close(
+      cost(route(p, seq(50, 200_000), 1), 0).decode,
+      stretch * 45 * 0.002 + 45 * 0.001,
+      `cap ${maxPrefillShare}`,
+    );
+  }
+  assert.throws(() => plus(1, { maxPrefillShare: 1 }), /maxPrefillShare' must be >= 0 and < 1, got 1/);
 });
 
 test("instanceContexts: r's decode step is the instance's, at its flights' contexts with r's", () => {
@@ -300,7 +323,7 @@ test("instanceContexts: r's decode step is the instance's, at its flights' conte
   const costModel = { ...base, iterationTime: (b: BatchShape) => 0.001 * b.newTokens + 1e-6 * b.seqTokens };
   const step = (batch: number, context: number) => 0.001 * batch + 1e-6 * batch * (context + 1);
   for (const instanceContexts of [true, false]) {
-    const p = new E2PlusPolicy({ costModel, evictionCost: false, instanceContexts });
+    const p = new E2PlusPolicy({ costModel, evictionCost: false, prefillShare: false, instanceContexts });
     p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
     const a = route(p, seq(10_000, 0), 0);
     p.requestFirstToken(a.id, 0.1); // decodes at a context of 10,000 + 45 / 2
