@@ -218,14 +218,14 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     decode *= stretch;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
-      const without = this.options.instanceContexts
-        ? this.stepTime(batch, flights > 0 ? state.contextSum / flights : 0)
-        : this.stepTime(batch, context);
+      // The instance's own decode step (its requests' contexts, not r's): the step without r under
+      // instanceContexts, and what paces the decodes r's prefill delays.
+      const own = this.instanceStep(state, batch);
+      const without = this.options.instanceContexts ? (batch > 0 ? own : 0) : this.stepTime(batch, context);
       decode += w * batch * out * Math.max(0, withIt - without);
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
       // and those arriving while r waits queue behind it.
-      // The instance's own decode step (its requests' contexts, not r's) paces their decodes.
-      const step = this.options.decodeEnds ? this.instanceStep(state, batch) * stretch : 0;
+      const step = this.options.decodeEnds ? own * stretch : 0;
       const delayed =
         this.decodingAt(state, queued, step, now) +
         (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
