@@ -66,14 +66,6 @@ export interface E2PlusOptions {
    * it waits in the queue, which Q_i prices. Measured against 0.75 and 0.9 (measurement log, step 23).
    */
   readonly maxPrefillShare: number;
-  /**
-   * The stretch is at most the chunk iteration over the decode iteration: once prefill fills every
-   * iteration, a decode advances one token per chunk iteration (step + the recent prefills' mean
-   * seconds per chunk) and more prefill waits in the queue. Without it the cap alone bounds it.
-   */
-  readonly chunkStretch: boolean;
-  /** Prefill tokens per engine iteration (chunk budget) when the instance does not report its own. */
-  readonly chunkTokens: number;
   /** r's decode step at the instance's flights' mean context with r's (else the batch at r's context). */
   readonly instanceContexts: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
@@ -111,8 +103,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   decodeEnds: true,
   prefillShare: true,
   maxPrefillShare: 0.5,
-  chunkStretch: false,
-  chunkTokens: 512,
   instanceContexts: true,
   memoryTieBreak: true,
   evictionCost: true,

@@ -28,8 +28,6 @@ interface WindowEntry {
   readonly promptTokens: number;
   /** Its predicted prefill seconds on its instance (the instance's recent prefill share). */
   readonly prefill: number;
-  /** Its prefill's engine iterations (chunks of the instance's budget). */
-  readonly chunks: number;
   /** Output tokens once finished; -1 before. */
   outputTokens: number;
   live: boolean;
@@ -72,8 +70,6 @@ interface InstanceState {
   windowRequests: number;
   /** Predicted prefill seconds of the live window entries routed here. */
   windowPrefill: number;
-  /** Prefill chunks (engine iterations) of the live window entries routed here. */
-  windowChunks: number;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -136,9 +132,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const cap = this.options.maxPrefillShare;
     if (!(cap >= 0 && cap < 1))
       throw new Error(`e2-plus option 'maxPrefillShare' must be >= 0 and < 1, got ${cap}`);
-    const chunk = this.options.chunkTokens;
-    if (!(Number.isInteger(chunk) && chunk > 0))
-      throw new Error(`e2-plus option 'chunkTokens' must be a positive integer, got ${chunk}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
     this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.tree.onRemove = (node) => this.byPrefix.delete(node);
@@ -221,7 +214,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     let decode = out * withIt;
     let interference = 0;
     const queued = this.queuedAhead(state, matched, now);
-    decode *= this.stretchOf(state, withIt, now);
+    const stretch = this.options.prefillShare ? 1 / (1 - this.prefillShareOf(state, now)) : 1;
+    decode *= stretch;
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       // The instance's own decode step (its requests' contexts, not r's): the step without r under
@@ -231,7 +225,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       decode += w * batch * out * Math.max(0, withIt - without);
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
       // and those arriving while r waits queue behind it.
-      const step = this.options.decodeEnds ? own * this.stretchOf(state, own, now) : 0;
+      const step = this.options.decodeEnds ? own * stretch : 0;
       const delayed =
         this.decodingAt(state, queued, step, now) +
         (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
@@ -359,24 +353,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     return Math.min(this.options.maxPrefillShare, state.windowPrefill / covered);
   }
 
-  /**
-   * How much longer a decode iteration of `step` seconds takes on average beside the prefill chunks
-   * routed to the instance: 1 / (1 - s), s its prefill share; under `chunkStretch` at most a chunk
-   * iteration over a decode one, (step + the window's prefill seconds per chunk) / step.
-   */
-  private stretchOf(state: InstanceState, step: number, now: number): number {
-    if (!this.options.prefillShare) return 1;
-    const stretch = 1 / (1 - this.prefillShareOf(state, now));
-    if (!this.options.chunkStretch || state.windowChunks <= 0 || step <= 0) return stretch;
-    return Math.min(stretch, 1 + state.windowPrefill / state.windowChunks / step);
-  }
-
-  /** The instance's prefill tokens per iteration: its own budget when it reported one. */
-  private chunkTokensOf(instance: InstanceId): number {
-    const own = this.view.state(instance)?.info.maxBatchedTokens;
-    return own !== undefined && own > 0 ? own : this.options.chunkTokens;
-  }
-
   /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
   private stepTime(batch: number, context: number): number {
     if (batch <= 0) return 0;
@@ -425,14 +401,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.routingMatch = null;
     const chosen = decision.costs.find((c) => c.instance === instance);
     const queuedPrefill = chosen?.prefill ?? 0;
-    const missed = request.tokens.length - decision.matchedTokens;
     const entry: WindowEntry = {
       time,
       instance,
       leaf,
       promptTokens: request.tokens.length,
       prefill: queuedPrefill,
-      chunks: missed > 0 ? Math.ceil(missed / this.chunkTokensOf(instance)) : 0,
       outputTokens: -1,
       live: true,
       expired: false,
@@ -442,7 +416,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(instance);
     state.windowRequests++;
     state.windowPrefill += queuedPrefill;
-    state.windowChunks += entry.chunks;
     state.queuedPrefill += queuedPrefill;
     const flight: Flight = {
       instance,
@@ -595,7 +568,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const state = this.stateFor(e.instance);
     state.windowRequests = Math.max(0, state.windowRequests - 1);
     state.windowPrefill = state.windowRequests === 0 ? 0 : Math.max(0, state.windowPrefill - e.prefill);
-    state.windowChunks = state.windowRequests === 0 ? 0 : Math.max(0, state.windowChunks - e.chunks);
     if (e.outputTokens >= 0) this.countOutput(e, -1);
   }
 
@@ -623,7 +595,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         contextSum: 0,
         windowRequests: 0,
         windowPrefill: 0,
-        windowChunks: 0,
       };
       this.states[instance] = s;
     }

@@ -318,36 +318,6 @@ test("prefillShare: r's decode stretches by 1 / (1 - the instance's recent prefi
   assert.throws(() => plus(1, { maxPrefillShare: 1 }), /maxPrefillShare' must be >= 0 and < 1, got 1/);
 });
 
-test("chunkStretch: the stretch is at most a chunk iteration over a decode one, at the instance's own chunk budget", () => {
-  // 100 s of prefill (100,000 tokens) routed to 0 in the 1 s the window covers: the share's stretch
-  // is 1 / (1 - 0.99) = 100. With chunks of 10 tokens each adds 0.01 s to an iteration, so a decode
-  // step of 0.002 s (batch 2) takes at most 0.012 s: a stretch of 6. With 512-token chunks (196 of
-  // them, 0.51 s each) the bound is 256 and the share's 100 holds.
-  for (const [options, info, stretch] of [
-    [{ chunkStretch: false, chunkTokens: 10 }, {}, 100],
-    [{ chunkStretch: true, chunkTokens: 10 }, {}, 6],
-    [{ chunkStretch: true }, {}, 100],
-    [{ chunkStretch: true }, { maxBatchedTokens: 10 }, 6],
-  ] as const) {
-    const p = new E2PlusPolicy({
-      costModel: simpleCostModel(),
-      evictionCost: false,
-      prefillShare: true,
-      maxPrefillShare: 0.99,
-      ...options,
-    });
-    for (let i = 0; i < 2; i++)
-      p.instanceAdded(i, { kvCapacityTokens: Number.POSITIVE_INFINITY, ...info }, 0);
-    route(p, seq(100_000, 0), 0);
-    close(
-      cost(route(p, seq(50, 200_000), 1), 0).decode,
-      stretch * 45 * 0.002 + 45 * 0.001,
-      `${JSON.stringify(options)} ${JSON.stringify(info)}`,
-    );
-  }
-  assert.throws(() => plus(1, { chunkTokens: 0 }), /chunkTokens' must be a positive integer, got 0/);
-});
-
 test("instanceContexts: r's decode step is the instance's, at its flights' contexts with r's", () => {
   const base = simpleCostModel();
   const costModel = { ...base, iterationTime: (b: BatchShape) => 0.001 * b.newTokens + 1e-6 * b.seqTokens };
