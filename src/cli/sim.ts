@@ -39,6 +39,7 @@ interface SimFlags {
   predictor?: string;
   out?: string;
   json?: boolean;
+  baseline?: string;
 }
 
 export function registerSim(program: Command): void {
@@ -110,6 +111,10 @@ export function registerSim(program: Command): void {
     .option(
       '--predictor <spec>',
       "predict each request's output length at arrival for the queue policies (listed below)",
+    )
+    .option(
+      '--baseline <policy>',
+      'compare this policy of --policy with each other one at each rate: paired mean and p99 latency ratios with 95% bootstrap intervals over the requests both completed',
     )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
     .option('--json', 'print one JSON object on stdout')
@@ -194,6 +199,13 @@ async function sim(flags: SimFlags): Promise<void> {
   const rates =
     ownRate !== undefined ? [ownRate] : flags.rps === undefined ? [DEFAULT_RPS] : parseRates(flags.rps);
   const policyOptions = policyOptionsOf(flags.policyOption, policies);
+  if (flags.baseline !== undefined) {
+    if (!(policies as readonly string[]).includes(flags.baseline))
+      throw new Error(`--baseline ${flags.baseline}: not in --policy (${policies.join(', ')})`);
+    if (policies.length < 2) throw new Error('--baseline needs at least one other policy in --policy');
+    if (flags.goodput !== undefined)
+      throw new Error('--baseline compares runs at --rps, not a --goodput search');
+  }
   if (flags.out !== undefined && flags.goodput === undefined) await ensureWritableDir(flags.out, '--out');
   if (flags.queuePolicy !== 'auto' && !isQueuePolicyName(flags.queuePolicy)) {
     throw new Error(
@@ -294,10 +306,25 @@ async function sim(flags: SimFlags): Promise<void> {
     progress.stop();
   }
   if (flags.out !== undefined) await writeSimOutputs(flags.out, reports, records);
+  const comparisons =
+    flags.baseline === undefined
+      ? undefined
+      : await import('./sim-compare.ts').then(({ compareWithBaseline }) =>
+          compareWithBaseline(flags.baseline!, reports, records, flags.warmup ?? 0),
+        );
   if (flags.json) {
-    const single = reports.length === 1 ? reports[0] : { results: reports };
+    const single =
+      comparisons !== undefined
+        ? { results: reports, comparisons }
+        : reports.length === 1
+          ? reports[0]
+          : { results: reports };
     process.stdout.write(`${JSON.stringify(single)}\n`);
     return;
   }
   process.stdout.write(`${simTable(reports)}\n`);
+  if (comparisons !== undefined) {
+    const { baselineTable } = await import('./sim-compare.ts');
+    process.stdout.write(`\n${baselineTable(comparisons)}\n`);
+  }
 }

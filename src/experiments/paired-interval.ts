@@ -5,7 +5,7 @@ import { percentileOfSorted } from '../report/stats.ts';
 export type Statistic = 'mean' | number;
 
 /** The statistic of `values` (sorted in place for a quantile). */
-function statisticOf(values: Float64Array, stat: Statistic): number {
+export function statisticOf(values: Float64Array, stat: Statistic): number {
   if (stat !== 'mean') return percentileOfSorted(values.sort(), stat);
   let sum = 0;
   for (let i = 0; i < values.length; i++) sum += values[i]!;

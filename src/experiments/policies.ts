@@ -10,7 +10,7 @@ import { traceArrivals, traceRequests } from '../workloads/traces/registry.ts';
 import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { DEFAULT_AZURE_TRACE } from './azure-mixed.ts';
-import { pairedRatioInterval, type Statistic } from './paired-interval.ts';
+import { comparePaired, EVEN } from './paired-comparison.ts';
 import { DEFAULT_SPLITWISE_TRACES } from './splitwise.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
 import { steadyRequests, WINDOW_SECONDS, warmupSeconds } from './warmup.ts';
@@ -32,7 +32,7 @@ const ANCHORS = GRID_POLICIES.filter((p) => p !== SUBJECT);
 
 export const GRID_SIZES = [4, 8] as const;
 /** Within this relative difference a comparison counts as even. */
-export const EVEN = 0.02;
+export { EVEN };
 
 /**
  * Per-instance rates the round-robin sweep climbs; the first at which round robin's mean latency
@@ -727,33 +727,26 @@ function lostIntervals(g: Comparison): readonly LostInterval[] {
   const known = byOther.get(g.subjectRuns.length);
   if (known !== undefined) return known;
   const out: LostInterval[] = [];
-  if ([...g.subjectRuns, ...g.otherRuns].every((r) => r.steady !== undefined)) {
-    const a = pooledLatency(g.otherRuns);
-    const b = pooledLatency(g.subjectRuns);
-    const at = new Map(a.ids.map((id, i) => [id, i]));
-    const pairs = b.ids.flatMap((id, i) => {
-      const j = at.get(id);
-      return j === undefined ? [] : [[a.latency[j]!, b.latency[i]!] as const];
-    });
-    if (pairs.length > 0) {
-      const anchor = Float64Array.from(pairs, (p) => p[0]);
-      const subject = Float64Array.from(pairs, (p) => p[1]);
-      const lost: [LostInterval['stat'], number, Statistic][] = [
-        ['mean', g.meanRatio, 'mean'],
-        ['p99', g.p99Ratio, 0.99],
-      ];
-      for (const [stat, ratio, statistic] of lost) {
-        if (verdict(ratio) !== 'lost') continue;
-        const { lo, hi } = pairedRatioInterval(anchor, subject, statistic, {
+  const anyLost = verdict(g.meanRatio) === 'lost' || verdict(g.p99Ratio) === 'lost';
+  const paired =
+    anyLost && [...g.subjectRuns, ...g.otherRuns].every((r) => r.steady !== undefined)
+      ? comparePaired(pooledLatency(g.subjectRuns), pooledLatency(g.otherRuns), {
           level: INTERVAL_LEVEL,
           resamples: INTERVAL_RESAMPLES,
-        });
-        const eachRunLost = g.subjectRuns.every((s) => {
-          const o = g.otherRuns.find((r) => repeatOf(r) === repeatOf(s));
-          return o !== undefined && verdict(o.report.latency[stat] / s.report.latency[stat]) === 'lost';
-        });
-        out.push({ stat, ratio, lo, hi, n: pairs.length, firm: hi < 1 - EVEN && eachRunLost });
-      }
+        })
+      : undefined;
+  if (paired !== undefined) {
+    for (const [stat, ratio] of [
+      ['mean', g.meanRatio],
+      ['p99', g.p99Ratio],
+    ] as const) {
+      if (verdict(ratio) !== 'lost') continue;
+      const { lo, hi } = paired[stat];
+      const eachRunLost = g.subjectRuns.every((s) => {
+        const o = g.otherRuns.find((r) => repeatOf(r) === repeatOf(s));
+        return o !== undefined && verdict(o.report.latency[stat] / s.report.latency[stat]) === 'lost';
+      });
+      out.push({ stat, ratio, lo, hi, n: paired.n, firm: hi < 1 - EVEN && eachRunLost });
     }
   }
   byOther.set(g.subjectRuns.length, out);

@@ -1,7 +1,7 @@
 import { percentileOfSorted } from '../report/stats.ts';
-import { isCompleted } from '../sim/metrics/record.ts';
 import type { SimRecord } from '../sim/record.ts';
 import { runSimulation } from '../sim/run.ts';
+import { steadyLatency } from './paired-comparison.ts';
 import type { Cell, CellResult } from './types.ts';
 
 /** Run every cell in order (each a fresh policy and fresh engines); `onCell` reports progress. */
@@ -22,17 +22,11 @@ export function runCells(
       // millions of requests would otherwise hold every one.
       ...(cell.repeat === undefined
         ? {}
-        : { steady: steadyOf(result.records, cell.spec.warmupSeconds ?? 0) }),
+        : { steady: steadyLatency(result.records, cell.spec.warmupSeconds ?? 0) }),
     });
     onCell?.(n + 1, cells.length, cell);
   });
   return results;
-}
-
-/** The latency of each completed request that arrived after the warm-up (as the report's figures count them). */
-function steadyOf(records: readonly SimRecord[], warmup: number): NonNullable<CellResult['steady']> {
-  const kept = records.filter((r) => isCompleted(r) && r.arrival >= warmup);
-  return { ids: kept.map((r) => r.id), latency: Float64Array.from(kept, (r) => r.finish - r.arrival) };
 }
 
 /** The 95th percentiles of TTFT and latency over the completed requests (seed 002 reports p95). */

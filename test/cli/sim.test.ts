@@ -109,6 +109,42 @@ test('preble sim --out writes JSON, per-request CSV and plots', async () => {
   assert.match(csv[0]!, /^id,workload,instance,branch,arrival/);
 });
 
+test('preble sim --baseline compares one policy with each other one, paired, with intervals', async () => {
+  const args = ['sim', '--workload', 'toolbench', '--instances', '2', '--rps', '2,4', '--requests', '150'];
+  const json = await runCli([...args, '--policy', 'e2,round-robin,random', '--baseline', 'e2', '--json']);
+  assert.equal(json.code, 0, json.stderr);
+  const out = JSON.parse(json.stdout) as {
+    results: Record<string, unknown>[];
+    comparisons: {
+      baseline: string;
+      policy: string;
+      rps: number;
+      n: number;
+      mean: { ratio: number; lo: number; hi: number; standing: string; firm: boolean };
+      p99: { ratio: number; lo: number; hi: number; standing: string; firm: boolean };
+    }[];
+  };
+  assert.equal(out.results.length, 6);
+  assert.deepEqual(
+    out.comparisons.map((c) => `${c.baseline}:${c.policy}@${c.rps}`),
+    ['e2:round-robin@2', 'e2:random@2', 'e2:round-robin@4', 'e2:random@4'],
+  );
+  for (const c of out.comparisons) {
+    assert.equal(c.n, 150);
+    const rr = out.results.find((r) => r['policy'] === c.policy && r['rps'] === c.rps)!;
+    const e2 = out.results.find((r) => r['policy'] === 'e2' && r['rps'] === c.rps)!;
+    const mean = (r: Record<string, unknown>) => (r['latency'] as { mean: number }).mean;
+    // Every request completed in both runs: the paired mean ratio is the reports' ratio.
+    assert.ok(Math.abs(c.mean.ratio - mean(rr) / mean(e2)) < 1e-9, `${c.mean.ratio}`);
+    assert.ok(c.mean.lo <= c.mean.ratio && c.mean.ratio <= c.mean.hi);
+    assert.ok(['ahead', 'even', 'behind'].includes(c.p99.standing));
+  }
+  const text = await runCli([...args, '--policy', 'e2,round-robin', '--baseline', 'e2']);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /e2 against each policy: .*95% paired-bootstrap interval/);
+  assert.match(text.stdout, /^round-robin\s+2\s+\d/m);
+});
+
 test('preble sim rejects bad input with one line', async () => {
   for (const [args, reason] of [
     [['sim', '--workload', 'nope'], /unknown|valid/],
@@ -125,6 +161,11 @@ test('preble sim rejects bad input with one line', async () => {
       ['sim', '--workload', 'toolbench', '--policy', 'round-robin', '--policy-option', 'e2.rebalance=false'],
       /not in --policy/,
     ],
+    [
+      ['sim', '--workload', 'toolbench', '--policy', 'e2,random', '--baseline', 'e2-plus'],
+      /--baseline e2-plus: not in --policy/,
+    ],
+    [['sim', '--workload', 'toolbench', '--policy', 'e2', '--baseline', 'e2'], /at least one other policy/],
   ] as const) {
     const r = await runCli(args);
     assert.notEqual(r.code, 0, args.join(' '));
