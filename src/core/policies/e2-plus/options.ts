@@ -68,13 +68,6 @@ export interface E2PlusOptions {
   readonly maxPrefillShare: number;
   /** r's decode step at the instance's flights' mean context with r's (else the batch at r's context). */
   readonly instanceContexts: boolean;
-  /**
-   * The prefill queued ahead and r's own priced as they run: in chunks of the instance's budget, each
-   * chunk's iteration also stepping the requests decoding there (what they add to a chunk's iteration).
-   */
-  readonly prefillBeside: boolean;
-  /** Prefill tokens per engine iteration (chunk budget) when the instance does not report its own. */
-  readonly chunkTokens: number;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
@@ -111,8 +104,6 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   prefillShare: true,
   maxPrefillShare: 0.5,
   instanceContexts: true,
-  prefillBeside: false,
-  chunkTokens: 512,
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,

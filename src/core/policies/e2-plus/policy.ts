@@ -43,8 +43,6 @@ interface Flight {
   queuedPrefill: number;
   /** Prompt tokens predicted cached on its instance at routing (its place in an lpm queue). */
   readonly matched: number;
-  /** Prompt tokens it must compute there (its prompt less `matched`). */
-  readonly missed: number;
   /** Admitted by the engine (its prefill runs, ahead of anything queued, whatever the queue order). */
   started: boolean;
   /** When it was admitted (its prefill has been running since). */
@@ -134,9 +132,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const cap = this.options.maxPrefillShare;
     if (!(cap >= 0 && cap < 1))
       throw new Error(`e2-plus option 'maxPrefillShare' must be >= 0 and < 1, got ${cap}`);
-    const chunk = this.options.chunkTokens;
-    if (!(Number.isInteger(chunk) && chunk > 0))
-      throw new Error(`e2-plus option 'chunkTokens' must be a positive integer, got ${chunk}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
     this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.tree.onRemove = (node) => this.byPrefix.delete(node);
@@ -212,21 +207,13 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
     const prefill = model.prefillTime(missed, matched);
-    let own = prefill;
     const flights = state.queue.size + state.decoding.size;
     const withIt = this.options.instanceContexts
       ? this.stepTime(batch + 1, (state.contextSum + context) / (flights + 1))
       : this.stepTime(batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
-    let queued = this.queuedAhead(state, matched, now);
-    if (this.options.prefillBeside) {
-      // Each chunk's iteration also steps the requests decoding there: the prefills ahead and r's take longer.
-      const extra = this.besideDecodes(state, instance);
-      const chunk = this.chunkTokensOf(instance);
-      queued += (this.tokensAhead(state, matched, now) / chunk) * extra;
-      own += (missed / chunk) * extra;
-    }
+    const queued = this.queuedAhead(state, matched, now);
     const stretch = this.options.prefillShare ? 1 / (1 - this.prefillShareOf(state, now)) : 1;
     decode *= stretch;
     if (this.options.interference) {
@@ -252,12 +239,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const total = queued + own + decode + interference + eviction;
+    const total = queued + prefill + decode + interference + eviction;
     return {
       instance,
       total,
       queued,
-      prefill: own,
+      prefill,
       decode,
       interference,
       eviction,
@@ -283,49 +270,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       ahead += f.started && remaining ? Math.max(0, f.queuedPrefill - (now - f.startedAt)) : f.queuedPrefill;
     }
     return ahead;
-  }
-
-  /** Prompt tokens still to prefill ahead of a request with `matched` cached tokens (as `queuedAhead`). */
-  private tokensAhead(state: InstanceState, matched: number, now: number): number {
-    const sorted = this.sortsQueue(state);
-    const remaining = this.options.remainingPrefill;
-    let tokens = 0;
-    for (const f of state.queue) {
-      if (!this.isAhead(f, matched, sorted)) continue;
-      const left =
-        f.started && remaining && f.queuedPrefill > 0
-          ? Math.max(0, 1 - (now - f.startedAt) / f.queuedPrefill)
-          : 1;
-      tokens += f.missed * left;
-    }
-    return tokens;
-  }
-
-  /** What the instance's decoding requests add to one prefill chunk's iteration (seconds). */
-  private besideDecodes(state: InstanceState, instance: InstanceId): number {
-    const d = state.decoding.size;
-    if (d === 0) return 0;
-    const flights = state.queue.size + d;
-    const context = state.contextSum / flights;
-    const chunk = this.chunkTokensOf(instance);
-    return Math.max(0, this.chunkBeside(chunk, d, context) - this.chunkBeside(chunk, 0, context));
-  }
-
-  /** One iteration of a `chunk`-token prefill chunk beside `decodes` decoding requests at `context` tokens. */
-  private chunkBeside(chunk: number, decodes: number, context: number): number {
-    const seq = decodes * (context + 1);
-    return this.options.costModel.iterationTime({
-      requests: 1 + decodes,
-      newTokens: chunk + decodes,
-      seqTokens: chunk + seq,
-      newTimesSeq: chunk * chunk + seq,
-    });
-  }
-
-  /** The instance's prefill tokens per iteration: its own budget when it reported one. */
-  private chunkTokensOf(instance: InstanceId): number {
-    const own = this.view.state(instance)?.info.maxBatchedTokens;
-    return own !== undefined && own > 0 ? own : this.options.chunkTokens;
   }
 
   /**
@@ -455,10 +399,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const time = newest !== undefined && newest.time > now ? newest.time : now;
     const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
     this.routingMatch = null;
-    // Its prefill as the cost model runs it alone: what it owes the instance's queue (prefillBeside
-    // prices the decodes beside it when a later request counts it ahead).
-    const missed = request.tokens.length - decision.matchedTokens;
-    const queuedPrefill = this.options.costModel.prefillTime(missed, decision.matchedTokens);
+    const chosen = decision.costs.find((c) => c.instance === instance);
+    const queuedPrefill = chosen?.prefill ?? 0;
     const entry: WindowEntry = {
       time,
       instance,
@@ -480,7 +422,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       entry,
       queuedPrefill,
       matched: decision.matchedTokens,
-      missed,
       started: false,
       startedAt: 0,
       out: this.routedOut,

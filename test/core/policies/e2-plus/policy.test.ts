@@ -318,33 +318,6 @@ test("prefillShare: r's decode stretches by 1 / (1 - the instance's recent prefi
   assert.throws(() => plus(1, { maxPrefillShare: 1 }), /maxPrefillShare' must be >= 0 and < 1, got 1/);
 });
 
-test("prefillBeside: the prefill ahead and r's own run in chunks, each chunk's iteration stepping the decodes there", () => {
-  // One request decoding; one queued with 1,000 tokens to prefill (1 s alone). With 100-token chunks
-  // each of its 10 chunk iterations and each of r's 5 also steps the decode: 1 ms more each.
-  for (const [prefillBeside, info, queued, prefill] of [
-    [false, {}, 1, 0.5],
-    [true, {}, 1.01, 0.505],
-    [true, { maxBatchedTokens: 50 }, 1.02, 0.51],
-  ] as const) {
-    const p = new E2PlusPolicy({
-      costModel: simpleCostModel(),
-      evictionCost: false,
-      prefillShare: false,
-      prefillBeside,
-      chunkTokens: 100,
-    });
-    p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY, ...info }, 0);
-    const a = route(p, seq(100, 0), 0);
-    p.requestFirstToken(a.id, 0.1);
-    route(p, seq(1000, 10_000), 0.1);
-    const r = cost(route(p, seq(500, 50_000), 0.1), 0);
-    const what = `prefillBeside ${prefillBeside} ${JSON.stringify(info)}`;
-    close(r.queued, queued, `${what}: queued`);
-    close(r.prefill, prefill, `${what}: prefill`);
-  }
-  assert.throws(() => plus(1, { chunkTokens: 0 }), /chunkTokens' must be a positive integer, got 0/);
-});
-
 test("instanceContexts: r's decode step is the instance's, at its flights' contexts with r's", () => {
   const base = simpleCostModel();
   const costModel = { ...base, iterationTime: (b: BatchShape) => 0.001 * b.newTokens + 1e-6 * b.seqTokens };
