@@ -21,7 +21,7 @@ export function registerBenchHttp(bench: Command): void {
     .requiredOption('--model <name>', 'model name to send')
     .option(
       '--workload <w>',
-      'a generator, or azure:FILE / mooncake:FILE (token ids become text, one character each)',
+      'a generator, or azure:FILE / mooncake:FILE / bailian:FILE (token ids become text, one character each)',
       'toolbench',
     )
     .option('--requests <n>', 'requests to send', positiveInt, 200)

@@ -15,6 +15,7 @@ interface ExperimentFlags {
   azureCode?: string;
   azureConv?: string;
   mooncake?: string;
+  bailian?: string;
   json?: boolean;
 }
 
@@ -55,6 +56,10 @@ export function registerExperiment(program: Command): void {
       "a Mooncake-format JSONL trace (arrivals, lengths, 512-token block hashes) for the policies grid's mooncake panel (left out without one)",
     )
     .option(
+      '--bailian <file>',
+      "a Qwen-Bailian JSONL trace (timestamps in seconds, 16-token block hashes) for the policies grid's bailian panel (left out without one)",
+    )
+    .option(
       '--json',
       'also print the claims record on stdout: {"experiment", "claims": [{"id", "source", "statement", "paper", "measured", "holds"}]}',
     )
@@ -88,6 +93,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     ...(flags.azureCode === undefined ? {} : { azureCodeTrace: flags.azureCode }),
     ...(flags.azureConv === undefined ? {} : { azureConvTrace: flags.azureConv }),
     ...(flags.mooncake === undefined ? {} : { mooncakeTrace: flags.mooncake }),
+    ...(flags.bailian === undefined ? {} : { bailianTrace: flags.bailian }),
   });
   if (cells.length === 0) throw new Error('no simulation to run (check --only)');
   const started = Date.now();
@@ -103,6 +109,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     .concat(flags.azureCode === undefined ? [] : [`--azure-code ${flags.azureCode}`])
     .concat(flags.azureConv === undefined ? [] : [`--azure-conv ${flags.azureConv}`])
     .concat(flags.mooncake === undefined ? [] : [`--mooncake ${flags.mooncake}`])
+    .concat(flags.bailian === undefined ? [] : [`--bailian ${flags.bailian}`])
     .join(' ');
   const { markdown, plots } = renderReport(experiment, results, {
     command,

@@ -61,7 +61,7 @@ export function registerPlan(program: Command): void {
     .requiredOption('--model <shape>', `model shape (${Object.keys(MODEL_SHAPES).join(', ')})`)
     .requiredOption(
       '--workload <w>',
-      'a generator (with :KEY=VALUE options), synthetic:..., or azure:FILE / mooncake:FILE',
+      'a generator (with :KEY=VALUE options), synthetic:..., or azure:FILE / mooncake:FILE / bailian:FILE',
     )
     .requiredOption('--slo <targets>', 'SLO targets in seconds: ttft=S,tpot=S')
     .option(

@@ -46,7 +46,10 @@ export function registerSim(program: Command): void {
   const command = program
     .command('sim')
     .description('simulate a cluster of emulated engines under one or more global policies')
-    .requiredOption('--workload <w>', 'a generator or azure:FILE / mooncake:FILE (listed below)')
+    .requiredOption(
+      '--workload <w>',
+      'a generator or azure:FILE / mooncake:FILE / bailian:FILE (listed below)',
+    )
     .option('--instances <n>', 'model instances', positiveInt, 4)
     .option(
       '--fleet <fleet>',

@@ -77,7 +77,14 @@ interface Content {
  * checks that e2-plus generalises, counted in a claim of their own. `beyondContents` builds exactly
  * these (its names are typed by this list).
  */
-const BEYOND_PANELS = ['sharegpt-like', 'conversation', 'azure-conv', 'azure-code', 'mooncake'] as const;
+const BEYOND_PANELS = [
+  'sharegpt-like',
+  'conversation',
+  'azure-conv',
+  'azure-code',
+  'mooncake',
+  'bailian',
+] as const;
 type BeyondPanel = (typeof BEYOND_PANELS)[number];
 
 /** Notes on the last `cells` call's panels (the Azure trace used, or why its panel was left out), for `discuss`. */
@@ -137,16 +144,22 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
     ['azure-conv', 'azure', options.azureConvTrace ?? DEFAULT_SPLITWISE_TRACES.conv, '--azure-conv'],
     ['azure-code', 'azure', options.azureCodeTrace ?? DEFAULT_SPLITWISE_TRACES.code, '--azure-code'],
     ['mooncake', 'mooncake', options.mooncakeTrace, '--mooncake'],
+    ['bailian', 'bailian', options.bailianTrace, '--bailian'],
   ] as const;
   const sources = {
     azure: 'the Azure LLM inference trace 2023',
     mooncake: 'a Mooncake-format trace, prefix-block hashes',
+    bailian: 'a Qwen-Bailian trace, 16-token prefix-block hashes',
+  };
+  const examples: Record<string, string> = {
+    mooncake: "Mooncake's public FAST'25 traces",
+    bailian: "Alibaba's Qwen-Bailian traces",
   };
   for (const [name, kind, path, flag] of traces) {
     if (path === undefined || !existsSync(path)) {
       skipped.push(
         path === undefined
-          ? `${name} skipped: no trace given (pass ${flag} FILE, e.g. Mooncake's public FAST'25 traces)`
+          ? `${name} skipped: no trace given (pass ${flag} FILE, e.g. ${examples[kind] ?? 'a trace file'})`
           : `${name} skipped: '${path}' not found (pass ${flag} FILE)`,
       );
       continue;

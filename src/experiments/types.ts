@@ -46,6 +46,8 @@ export interface ExperimentOptions {
   readonly azureConvTrace?: string;
   /** A Mooncake-format trace (prefix-block hashes) for the policies grid's `mooncake` panel; none by default. */
   readonly mooncakeTrace?: string;
+  /** A Qwen-Bailian trace (16-token block hashes) for the policies grid's `bailian` panel; none by default. */
+  readonly bailianTrace?: string;
 }
 
 /** One entry of `preble experiment NAME --json` (docs/design.md, "Experiments and their claims"). */

@@ -18,7 +18,7 @@ interface WorkloadEntry {
   readonly create: (options: AnyWorkloadOptions) => Iterable<WorkloadRequest>;
 }
 
-/** The built-in generators, by name (traces are `azure:FILE` / `mooncake:FILE`, see traces/registry.ts). */
+/** The built-in generators, by name (traces are `azure:FILE` / `mooncake:FILE` / `bailian:FILE`, see traces/registry.ts). */
 const WORKLOADS = {
   toolbench: {
     summary: 'tool-use prompts: a tool demonstration shared by every call of that tool (Table 1: Toolbench)',
@@ -192,5 +192,6 @@ export function describeWorkloads(): string[] {
     "  'synthetic:in=uniform(128,2048),out=lognormal(mean=256,sd=200,max=2048)'",
     "azure:FILE: an Azure LLM inference trace CSV (arrivals and lengths, no sharing); Splitwise's code and conversation traces",
     'mooncake:FILE: a Mooncake-format JSONL trace (arrivals, lengths, 512-token block hashes)',
+    "bailian:FILE: a Qwen-Bailian JSONL trace (Alibaba's: timestamps in seconds, 16-token block hashes)",
   ];
 }

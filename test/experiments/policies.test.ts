@@ -92,6 +92,7 @@ test('the policies grid: every workload and mixed, three loads from the sweep, t
   assert.match(text, /mixed@azure .* skipped: '\/nonexistent\/azure.csv' not found/);
   assert.match(text, /azure-code skipped: '\/nonexistent\/code.csv' not found \(pass --azure-code FILE\)/);
   assert.match(text, /mooncake skipped: no trace given \(pass --mooncake FILE/);
+  assert.match(text, /bailian skipped: no trace given \(pass --bailian FILE, e.g. Alibaba's Qwen-Bailian/);
   assert.match(text, /\| round-robin \| \d+ \| \d+ \| \d+ \|/);
   const claims = policies.claims!(results);
   const vsAnchors = claims.find((c) => c.id === 'e2-plus-vs-anchors');
@@ -261,6 +262,21 @@ test('beyond the target: a Mooncake trace panel replays its rows with their bloc
     assert.deepEqual([...later.subarray(0, 512)], [...first]);
     const text = policies.discuss(runCells(trace.slice(0, 2).map((c) => shortened(c, 20))));
     assert.match(text, /mooncake: every row of '.*mooncake\.jsonl' \(40 requests, a Mooncake-format trace/);
+    // The same conversations as a Qwen-Bailian trace: seconds, 16-token blocks (32 per 512 tokens).
+    const bailianRows = rows.map((text) => {
+      const r = JSON.parse(text) as { timestamp: number; input_length: number; hash_ids: number[] };
+      const blocks = r.hash_ids.flatMap((id) => Array.from({ length: 32 }, (_, k) => id * 32 + k));
+      return JSON.stringify({ ...r, timestamp: r.timestamp / 1000, hash_ids: blocks, turn: 1 });
+    });
+    const bailianFile = join(dir, 'bailian.jsonl');
+    writeFileSync(bailianFile, `${bailianRows.join('\n')}\n`);
+    const bailian = policies
+      .cells({ requests: 20, seed: 0, only, ...missing, bailianTrace: bailianFile })
+      .filter((c) => c.panel.startsWith('bailian, 4 '));
+    assert.equal(bailian.length, LOADS.length * only.length);
+    const replayed = [...bailian[0]!.spec.requests()];
+    assert.equal(replayed.length, 40);
+    assert.deepEqual([...replayed[5]!.tokens.subarray(0, 512)], [...replayed[0]!.tokens]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,5 +1,6 @@
 import type { WorkloadRequest } from '../types.ts';
-import { MOONCAKE_BLOCK_TOKENS, writeBlockTokens } from './block-tokens.ts';
+import { writeBlockTokens } from './block-tokens.ts';
+import { type BlockTraceFormat, MOONCAKE_FORMAT } from './block-trace-format.ts';
 import { type MooncakeRow, parseMooncakeJsonl } from './mooncake-jsonl.ts';
 import { readTraceText } from './read.ts';
 import {
@@ -12,30 +13,38 @@ import {
 } from './window.ts';
 
 /**
- * Requests replaying a Mooncake trace. Each prompt is its hash blocks' tokens in order (the last
- * block cut to input_length), so requests whose `hash_ids` agree on the first k blocks share
- * exactly their first 512·k tokens: the trace's prefix reuse, reproduced. Arrivals are seconds from
- * the first row kept, divided by `scale`. Lazy, and re-iterable (same stream).
+ * Requests replaying a block-hash trace (Mooncake's by default). Each prompt is its hash blocks'
+ * tokens in order (the last block cut to input_length), so requests whose `hash_ids` agree on the
+ * first k blocks share exactly their first k blocks' tokens: the trace's prefix reuse, reproduced.
+ * Arrivals are seconds from the first row kept, divided by `scale`. Lazy, and re-iterable (same stream).
  */
-export function mooncakeRequests(text: string, options: TraceOptions): Iterable<WorkloadRequest> {
+export function mooncakeRequests(
+  text: string,
+  options: TraceOptions,
+  format: BlockTraceFormat = MOONCAKE_FORMAT,
+): Iterable<WorkloadRequest> {
   const window = checkWindow(options);
   return reiterable(function* () {
     let index = window.offset;
-    for (const [arrival, row] of timedRows(text, window)) {
+    for (const [arrival, row] of timedRows(text, window, format)) {
       yield {
-        id: `mooncake-${index++}`,
+        id: `${format.name}-${index++}`,
         arrival,
-        tokens: promptTokens(row, options.seed),
+        tokens: promptTokens(row, options.seed, format.blockTokens),
         outputTokens: Math.max(1, row.outputLength),
-        workload: 'mooncake',
+        workload: format.name,
       };
     }
   });
 }
 
-/** Just the arrival times of a Mooncake trace window. */
-export function mooncakeArrivals(text: string, window: TraceWindow = {}): number[] {
-  return Array.from(timedRows(text, checkWindow(window)), ([arrival]) => arrival);
+/** Just the arrival times of a block-hash trace window. */
+export function mooncakeArrivals(
+  text: string,
+  window: TraceWindow = {},
+  format: BlockTraceFormat = MOONCAKE_FORMAT,
+): number[] {
+  return Array.from(timedRows(text, checkWindow(window), format), ([arrival]) => arrival);
 }
 
 /** `mooncakeRequests` over a file. */
@@ -43,18 +52,22 @@ export function readMooncakeFile(path: string, options: TraceOptions): Iterable<
   return mooncakeRequests(readTraceText(path), options);
 }
 
-function promptTokens(row: MooncakeRow, seed: number): Uint32Array {
+function promptTokens(row: MooncakeRow, seed: number, blockTokens: number): Uint32Array {
   const tokens = new Uint32Array(row.inputLength);
   row.hashIds.forEach((hashId, block) => {
-    const offset = block * MOONCAKE_BLOCK_TOKENS;
-    writeBlockTokens(tokens, offset, seed, hashId, Math.min(MOONCAKE_BLOCK_TOKENS, row.inputLength - offset));
+    const offset = block * blockTokens;
+    writeBlockTokens(tokens, offset, seed, hashId, Math.min(blockTokens, row.inputLength - offset));
   });
   return tokens;
 }
 
-function* timedRows(text: string, window: CheckedWindow): Generator<[number, MooncakeRow]> {
+function* timedRows(
+  text: string,
+  window: CheckedWindow,
+  format: BlockTraceFormat,
+): Generator<[number, MooncakeRow]> {
   let firstMs: number | undefined;
-  for (const row of slice(parseMooncakeJsonl(text), window.offset, window.limit)) {
+  for (const row of slice(parseMooncakeJsonl(text, format), window.offset, window.limit)) {
     firstMs ??= row.timestampMs;
     yield [(row.timestampMs - firstMs) / 1000 / window.scale, row];
   }

@@ -2,13 +2,20 @@ import { parseGeneratorSpec, workloadNames } from '../registry.ts';
 import { isSyntheticForm, parseSyntheticSpec, SYNTHETIC_FORM, type SyntheticSpec } from '../synthetic.ts';
 import type { WorkloadRequest } from '../types.ts';
 import { azureArrivals, azureRequests } from './azure.ts';
+import { BAILIAN_FORMAT, type BlockTraceFormat, MOONCAKE_FORMAT } from './block-trace-format.ts';
 import { mooncakeArrivals, mooncakeRequests } from './mooncake.ts';
 import { meanRate } from './rate.ts';
 import { readTraceText } from './read.ts';
 import type { TraceWindow } from './window.ts';
 
-export const traceKinds = ['azure', 'mooncake'] as const;
+export const traceKinds = ['azure', 'mooncake', 'bailian'] as const;
 export type TraceKind = (typeof traceKinds)[number];
+
+/** The block-hash traces' formats, by kind. */
+const BLOCK_FORMATS: Record<Exclude<TraceKind, 'azure'>, BlockTraceFormat> = {
+  mooncake: MOONCAKE_FORMAT,
+  bailian: BAILIAN_FORMAT,
+};
 
 export interface TraceSpec {
   readonly kind: TraceKind;
@@ -22,7 +29,7 @@ export type WorkloadSpec =
   | { readonly kind: 'synthetic'; readonly form: string; readonly lengths: SyntheticSpec };
 
 /**
- * Parses `azure:FILE`, `mooncake:FILE`, `synthetic:in=LENGTH,out=LENGTH` or a generator name (with
+ * Parses `azure:FILE`, `mooncake:FILE`, `bailian:FILE`, `synthetic:in=LENGTH,out=LENGTH` or a generator name (with
  * its `NAME:KEY=VALUE,...` options);
  * throws listing the valid forms, or naming the bad part of a synthetic form.
  */
@@ -58,8 +65,10 @@ export function traceRequests(trace: TraceSpec, options: TraceReplayOptions): It
   const text = readTraceText(trace.path);
   const window = { limit: options.requests, offset: options.offset };
   const scale = options.rps === undefined ? 1 : scaleToRate(trace, text, window, options.rps);
-  const replay = trace.kind === 'azure' ? azureRequests : mooncakeRequests;
-  return replay(text, { ...window, seed: options.seed, scale });
+  const replay = { ...window, seed: options.seed, scale };
+  return trace.kind === 'azure'
+    ? azureRequests(text, replay)
+    : mooncakeRequests(text, replay, BLOCK_FORMATS[trace.kind]);
 }
 
 /** A trace file's arrival times (for `withArrivals`), optionally re-timed to a mean rate. */
@@ -82,5 +91,5 @@ function scaleToRate(trace: TraceSpec, text: string, window: TraceWindow, rps: n
 }
 
 function arrivalsOf(kind: TraceKind, text: string, window: TraceWindow): number[] {
-  return kind === 'azure' ? azureArrivals(text, window) : mooncakeArrivals(text, window);
+  return kind === 'azure' ? azureArrivals(text, window) : mooncakeArrivals(text, window, BLOCK_FORMATS[kind]);
 }
