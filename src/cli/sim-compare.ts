@@ -54,6 +54,9 @@ export function baselineTable(comparisons: readonly BaselineComparison[]): strin
     c.rps,
     fixed(c.mean.ratio, 3),
     interval(c.mean.lo, c.mean.hi),
+    fixed(c.p50, 3),
+    fixed(c.p90, 3),
+    fixed(c.p95, 3),
     fixed(c.p99.ratio, 3),
     interval(c.p99.lo, c.p99.hi),
     c.n,
@@ -63,6 +66,9 @@ export function baselineTable(comparisons: readonly BaselineComparison[]): strin
     `${baseline} against each policy: its latency over ${baseline}'s on the requests both completed (above 1: ${baseline} faster), ` +
       `95% paired-bootstrap interval over requests; even within ${EVEN * 100}%, firm when the interval clears that band`,
     '',
-    textTable(['policy', 'rps', 'mean', 'mean 95%', 'p99', 'p99 95%', 'pairs', baseline], rows),
+    textTable(
+      ['policy', 'rps', 'mean', 'mean 95%', 'p50', 'p90', 'p95', 'p99', 'p99 95%', 'pairs', baseline],
+      rows,
+    ),
   ].join('\n');
 }

@@ -38,6 +38,10 @@ export interface PairedComparison {
   readonly n: number;
   readonly mean: RatioInterval;
   readonly p99: RatioInterval;
+  /** The other's quantile over the baseline's below the tail (no interval): where the two cross. */
+  readonly p50: number;
+  readonly p90: number;
+  readonly p95: number;
 }
 
 export interface PairedComparisonOptions {
@@ -84,5 +88,13 @@ export function comparePaired(
     const firm = standing === 'ahead' ? lo > 1 + EVEN : standing === 'behind' ? hi < 1 - EVEN : false;
     return { ratio, lo, hi, standing, firm };
   };
-  return { n: b.length, mean: ratioOf('mean'), p99: ratioOf(0.99) };
+  const quantile = (q: number) => statisticOf(a.slice(), q) / statisticOf(b.slice(), q);
+  return {
+    n: b.length,
+    mean: ratioOf('mean'),
+    p99: ratioOf(0.99),
+    p50: quantile(0.5),
+    p90: quantile(0.9),
+    p95: quantile(0.95),
+  };
 }

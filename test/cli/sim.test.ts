@@ -122,6 +122,9 @@ test('preble sim --baseline compares one policy with each other one, paired, wit
       n: number;
       mean: { ratio: number; lo: number; hi: number; standing: string; firm: boolean };
       p99: { ratio: number; lo: number; hi: number; standing: string; firm: boolean };
+      p50: number;
+      p90: number;
+      p95: number;
     }[];
   };
   assert.equal(out.results.length, 6);
@@ -138,6 +141,7 @@ test('preble sim --baseline compares one policy with each other one, paired, wit
     assert.ok(Math.abs(c.mean.ratio - mean(rr) / mean(e2)) < 1e-9, `${c.mean.ratio}`);
     assert.ok(c.mean.lo <= c.mean.ratio && c.mean.ratio <= c.mean.hi);
     assert.ok(['ahead', 'even', 'behind'].includes(c.p99.standing));
+    assert.ok(c.p50 > 0 && c.p90 > 0 && c.p95 > 0);
   }
   const text = await runCli([...args, '--policy', 'e2,round-robin', '--baseline', 'e2']);
   assert.equal(text.code, 0, text.stderr);

@@ -21,6 +21,7 @@ test('comparePaired: the other policy over the baseline, paired by request id wh
     assert.equal(s.standing, 'ahead');
     assert.equal(s.firm, true);
   }
+  for (const q of [c.p50, c.p90, c.p95]) assert.ok(Math.abs(q - 2) < 1e-12, `${q}`);
   const back = comparePaired(other, base, { resamples: 200 })!;
   assert.equal(back.mean.standing, 'behind');
   assert.equal(back.mean.firm, true);
@@ -37,6 +38,8 @@ test('comparePaired: within 2% is even; a p99 resting on two requests is behind 
   const tail = run(steps.map((x, i) => (i >= 395 ? 1.2 * x : x)));
   const c = comparePaired(tail, run(steps))!;
   assert.ok(Math.abs(c.p99.ratio - 1 / 1.2) < 1e-12, `${c.p99.ratio}`);
+  // Below the tail the two are the same requests: the quantiles show where they cross.
+  assert.deepEqual([c.p50, c.p90, c.p95], [1, 1, 1]);
   assert.equal(c.p99.standing, 'behind');
   assert.equal(c.p99.firm, false, `${c.p99.lo}-${c.p99.hi}`);
   assert.equal(comparePaired(base, run([1], ['nobody'])), undefined);
