@@ -30,7 +30,10 @@ export function compareWithBaseline(
   const out: BaselineComparison[] = [];
   for (const rps of [...new Set(reports.map((r) => r.rps))]) {
     const mine = steady(baseline, rps);
-    for (const policy of reports.filter((r) => r.rps === rps && r.policy !== baseline).map((r) => r.policy)) {
+    const others = new Set(
+      reports.filter((r) => r.rps === rps && r.policy !== baseline).map((r) => r.policy),
+    );
+    for (const policy of others) {
       const paired = comparePaired(mine, steady(policy, rps));
       if (paired !== undefined) out.push({ baseline, policy, rps, ...paired });
     }

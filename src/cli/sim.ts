@@ -205,7 +205,7 @@ async function sim(flags: SimFlags): Promise<void> {
   if (flags.baseline !== undefined) {
     if (!(policies as readonly string[]).includes(flags.baseline))
       throw new Error(`--baseline ${flags.baseline}: not in --policy (${policies.join(', ')})`);
-    if (policies.length < 2) throw new Error('--baseline needs at least one other policy in --policy');
+    if (new Set(policies).size < 2) throw new Error('--baseline needs at least one other policy in --policy');
     if (flags.goodput !== undefined)
       throw new Error('--baseline compares runs at --rps, not a --goodput search');
   }
@@ -326,7 +326,7 @@ async function sim(flags: SimFlags): Promise<void> {
     return;
   }
   process.stdout.write(`${simTable(reports)}\n`);
-  if (comparisons !== undefined) {
+  if (comparisons !== undefined && comparisons.length > 0) {
     const { baselineTable } = await import('./sim-compare.ts');
     process.stdout.write(`\n${baselineTable(comparisons)}\n`);
   }

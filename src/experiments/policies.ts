@@ -218,7 +218,7 @@ export const policies: Experiment = {
   defaultRepeats: 3,
   showWorkingSet: true,
   title:
-    'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances; beyond the target, no sharing, multi-turn chat, the Azure traces and a Mooncake trace if given',
+    'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances; beyond the target, no sharing, multi-turn chat, the Azure traces and a Mooncake or Qwen-Bailian trace if given',
   cells(options: ExperimentOptions): Cell[] {
     skipped.length = 0;
     const costModel = costModelPreset('mistral-7b-a6000');

@@ -170,6 +170,10 @@ test('preble sim rejects bad input with one line', async () => {
       /--baseline e2-plus: not in --policy/,
     ],
     [['sim', '--workload', 'toolbench', '--policy', 'e2', '--baseline', 'e2'], /at least one other policy/],
+    [
+      ['sim', '--workload', 'toolbench', '--policy', 'e2,e2', '--baseline', 'e2'],
+      /at least one other policy/,
+    ],
   ] as const) {
     const r = await runCli(args);
     assert.notEqual(r.code, 0, args.join(' '));

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { comparePaired, steadyLatency } from '../../src/experiments/paired-comparison.ts';
+import { pairedRatioInterval } from '../../src/experiments/paired-interval.ts';
 import type { SimRecord } from '../../src/sim/record.ts';
 
 const run = (latency: readonly number[], ids = latency.map((_, i) => `r${i}`)) => ({
@@ -51,4 +52,24 @@ test('steadyLatency keeps completed requests that arrived after the warm-up', ()
   const s = steadyLatency([record('a', 0, 5), record('b', 10, 12), record('c', 11, -1)], 5);
   assert.deepEqual(s.ids, ['b']);
   assert.deepEqual([...s.latency], [2]);
+});
+
+test("comparePaired's intervals are the grid's: pairedRatioInterval(other, baseline) over the baseline's ids in its order", () => {
+  // Shuffled ids on the other side: the pairs follow the baseline's order, as the grid paired them.
+  const base = run(spread.map((x, i) => x + (i % 7) / 10));
+  const order = spread.map((_, i) => (i * 97) % spread.length);
+  const other = run(
+    order.map((i) => 1.05 * spread[i]! + (i % 3) / 10),
+    order.map((i) => `r${i}`),
+  );
+  const c = comparePaired(base, other)!;
+  const a = Float64Array.from(base.ids, (_, i) => 1.05 * spread[i]! + (i % 3) / 10);
+  for (const [stat, statistic] of [
+    ['mean', 'mean'],
+    ['p99', 0.99],
+  ] as const) {
+    const { lo, hi } = pairedRatioInterval(a, base.latency, statistic, { level: 0.95, resamples: 1000 });
+    assert.equal(c[stat].lo, lo, stat);
+    assert.equal(c[stat].hi, hi, stat);
+  }
 });
