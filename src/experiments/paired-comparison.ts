@@ -1,3 +1,4 @@
+import { percentileOfSorted } from '../report/stats.ts';
 import { isCompleted } from '../sim/metrics/record.ts';
 import type { SimRecord } from '../sim/record.ts';
 import { pairedRatioInterval, type Statistic, statisticOf } from './paired-interval.ts';
@@ -20,6 +21,13 @@ export function steadyLatency(records: readonly SimRecord[], warmupSeconds: numb
 
 /** Where the baseline stands against another policy on one statistic. */
 export type Standing = 'ahead' | 'even' | 'behind';
+
+/** The standing a ratio (other over baseline) gives the baseline: beyond EVEN either way, else even. */
+export function standingOf(ratio: number): Standing {
+  if (ratio > 1 + EVEN) return 'ahead';
+  if (ratio < 1 - EVEN) return 'behind';
+  return 'even';
+}
 
 export interface RatioInterval {
   /** The other policy's statistic over the baseline's: above 1, the baseline is faster. */
@@ -77,24 +85,30 @@ export function comparePaired(
   if (mine.length === 0) return undefined;
   const a = Float64Array.from(theirs);
   const b = Float64Array.from(mine);
+  // Sorted once for every quantile below (the bootstrap draws its own samples).
+  const sortedA = a.slice().sort();
+  const sortedB = b.slice().sort();
+  const ratioAt = (statistic: Statistic) =>
+    statistic === 'mean'
+      ? statisticOf(a, 'mean') / statisticOf(b, 'mean')
+      : percentileOfSorted(sortedA, statistic) / percentileOfSorted(sortedB, statistic);
   const ratioOf = (statistic: Statistic): RatioInterval => {
-    const ratio = statisticOf(a.slice(), statistic) / statisticOf(b.slice(), statistic);
+    const ratio = ratioAt(statistic);
     const { lo, hi } = pairedRatioInterval(a, b, statistic, {
       level: options.level ?? 0.95,
       resamples: options.resamples ?? 1000,
       seed: options.seed ?? 0,
     });
-    const standing: Standing = ratio > 1 + EVEN ? 'ahead' : ratio < 1 - EVEN ? 'behind' : 'even';
+    const standing = standingOf(ratio);
     const firm = standing === 'ahead' ? lo > 1 + EVEN : standing === 'behind' ? hi < 1 - EVEN : false;
     return { ratio, lo, hi, standing, firm };
   };
-  const quantile = (q: number) => statisticOf(a.slice(), q) / statisticOf(b.slice(), q);
   return {
     n: b.length,
     mean: ratioOf('mean'),
     p99: ratioOf(0.99),
-    p50: quantile(0.5),
-    p90: quantile(0.9),
-    p95: quantile(0.95),
+    p50: ratioAt(0.5),
+    p90: ratioAt(0.9),
+    p95: ratioAt(0.95),
   };
 }

@@ -10,7 +10,7 @@ import { traceArrivals, traceRequests } from '../workloads/traces/registry.ts';
 import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { DEFAULT_AZURE_TRACE } from './azure-mixed.ts';
-import { comparePaired, EVEN } from './paired-comparison.ts';
+import { comparePaired, EVEN, type Standing, standingOf } from './paired-comparison.ts';
 import { DEFAULT_SPLITWISE_TRACES } from './splitwise.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
 import { steadyRequests, WINDOW_SECONDS, warmupSeconds } from './warmup.ts';
@@ -146,20 +146,23 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
     ['mooncake', 'mooncake', options.mooncakeTrace, '--mooncake'],
     ['bailian', 'bailian', options.bailianTrace, '--bailian'],
   ] as const;
-  const sources = {
-    azure: 'the Azure LLM inference trace 2023',
-    mooncake: 'a Mooncake-format trace, prefix-block hashes',
-    bailian: 'a Qwen-Bailian trace, 16-token prefix-block hashes',
-  };
-  const examples: Record<string, string> = {
-    mooncake: "Mooncake's public FAST'25 traces",
-    bailian: "Alibaba's Qwen-Bailian traces",
+  // What each kind of trace is, and where a user finds one.
+  const kinds = {
+    azure: { source: 'the Azure LLM inference trace 2023', example: "the team's ../shared/data" },
+    mooncake: {
+      source: 'a Mooncake-format trace, prefix-block hashes',
+      example: "Mooncake's public FAST'25 traces",
+    },
+    bailian: {
+      source: 'a Qwen-Bailian trace, 16-token prefix-block hashes',
+      example: "Alibaba's Qwen-Bailian traces",
+    },
   };
   for (const [name, kind, path, flag] of traces) {
     if (path === undefined || !existsSync(path)) {
       skipped.push(
         path === undefined
-          ? `${name} skipped: no trace given (pass ${flag} FILE, e.g. ${examples[kind] ?? 'a trace file'})`
+          ? `${name} skipped: no trace given (pass ${flag} FILE, e.g. ${kinds[kind].example})`
           : `${name} skipped: '${path}' not found (pass ${flag} FILE)`,
       );
       continue;
@@ -168,7 +171,7 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
     // Its row count from the arrivals alone (no prompt tokens drawn).
     const rows = traceArrivals(spec).length;
     skipped.push(
-      `${name}: every row of '${path}' (${rows} requests, ${sources[kind]}) in order, re-timed to each rate; a run that would need more requests has only these`,
+      `${name}: every row of '${path}' (${rows} requests, ${kinds[kind].source}) in order, re-timed to each rate; a run that would need more requests has only these`,
     );
     list.push({
       name,
@@ -539,10 +542,11 @@ interface Comparison {
   readonly cell: Verdict;
 }
 
+/** The grid's words for `standingOf`: e2-plus won, is even or lost against the anchor. */
+const VERDICT_OF: Record<Standing, Verdict> = { ahead: 'won', even: 'even', behind: 'lost' };
+
 function verdict(ratio: number): Verdict {
-  if (ratio > 1 + EVEN) return 'won';
-  if (ratio < 1 - EVEN) return 'lost';
-  return 'even';
+  return VERDICT_OF[standingOf(ratio)];
 }
 
 /**

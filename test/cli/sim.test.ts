@@ -136,12 +136,20 @@ test('preble sim --baseline compares one policy with each other one, paired, wit
     assert.equal(c.n, 150);
     const rr = out.results.find((r) => r['policy'] === c.policy && r['rps'] === c.rps)!;
     const e2 = out.results.find((r) => r['policy'] === 'e2' && r['rps'] === c.rps)!;
-    const mean = (r: Record<string, unknown>) => (r['latency'] as { mean: number }).mean;
-    // Every request completed in both runs: the paired mean ratio is the reports' ratio.
-    assert.ok(Math.abs(c.mean.ratio - mean(rr) / mean(e2)) < 1e-9, `${c.mean.ratio}`);
+    const latency = (r: Record<string, unknown>) =>
+      r['latency'] as Record<'mean' | 'p50' | 'p90' | 'p99', number>;
+    // Every request completed in both runs: the paired ratios are the reports' ratios.
+    for (const [ratio, stat] of [
+      [c.mean.ratio, 'mean'],
+      [c.p50, 'p50'],
+      [c.p90, 'p90'],
+      [c.p99.ratio, 'p99'],
+    ] as const) {
+      assert.ok(Math.abs(ratio - latency(rr)[stat] / latency(e2)[stat]) < 1e-9, `${stat}: ${ratio}`);
+    }
     assert.ok(c.mean.lo <= c.mean.ratio && c.mean.ratio <= c.mean.hi);
-    assert.ok(['ahead', 'even', 'behind'].includes(c.p99.standing));
-    assert.ok(c.p50 > 0 && c.p90 > 0 && c.p95 > 0);
+    const expected = c.p99.ratio > 1.02 ? 'ahead' : c.p99.ratio < 0.98 ? 'behind' : 'even';
+    assert.equal(c.p99.standing, expected);
   }
   const text = await runCli([...args, '--policy', 'e2,round-robin', '--baseline', 'e2']);
   assert.equal(text.code, 0, text.stderr);
