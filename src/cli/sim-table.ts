@@ -43,6 +43,19 @@ export function simTable(reports: readonly SimReport[]): string {
           ...(slo ? [fixed(r.sloAttainment?.both ?? 0, 3)] : []),
         ];
       }),
-    )
+    ) +
+    refusedNote(reports)
   );
+}
+
+/** Requests refused at arrival (too large for any instance's KV), said under the table; '' when none. */
+function refusedNote(reports: readonly SimReport[]): string {
+  const refused = reports.filter((r) => (r.refused ?? 0) > 0);
+  if (refused.length === 0) return '';
+  const counts = new Set(reports.map((r) => r.refused ?? 0));
+  const which =
+    counts.size === 1
+      ? `${refused[0]!.refused} of ${refused[0]!.requests} requests in every run`
+      : refused.map((r) => `${r.policy} @ ${fixed(r.rps, 3)}: ${r.refused} of ${r.requests}`).join(', ');
+  return `\n\nrefused at arrival, their prompt and output larger than any instance's KV (left out of every figure above): ${which}`;
 }

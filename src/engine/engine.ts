@@ -261,16 +261,8 @@ export class Engine {
         `engine: request '${request.id}' cannot run whole on a prefill-role engine (stopAfterPrefill: false)`,
       );
     }
-    const r = this.newRequest(request, now);
-    let need: number;
-    if (stopAfterPrefill) {
-      // Its output grows elsewhere: here it yields only its first token, which takes no KV growth.
-      r.stopAfterPrefill = true;
-      r.maxOutputTokens = 1;
-      need = r.promptTokens + this.queuePolicy.reserveTokens(r);
-    } else {
-      need = r.promptTokens + Math.max(r.outputTokens - 1, this.queuePolicy.reserveTokens(r));
-    }
+    const r = this.newLeg(request, now, stopAfterPrefill);
+    const need = this.needOf(r);
     if (need > this.kvCapacityTokens) {
       throw new Error(
         `engine: request '${request.id}' needs ${need} KV tokens, more than the capacity of ${this.kvCapacityTokens}`,
@@ -279,6 +271,32 @@ export class Engine {
     this.byId.set(r.id, r);
     this.waiting.push(r);
     this.stalled = false;
+  }
+
+  /**
+   * The KV tokens `request` would need here at its peak, run whole (or only its prefill leg, with
+   * `stopAfterPrefill`): what `submit` checks against `kvCapacityTokens`, so a caller can refuse a
+   * request no instance could ever hold before placing it (a gateway's context-length check).
+   */
+  kvNeed(request: EngineRequest, now: number, options: SubmitOptions = {}): number {
+    return this.needOf(this.newLeg(request, now, options.stopAfterPrefill ?? this.role === 'prefill'));
+  }
+
+  /** A new request's state, for its prefill leg only when `stopAfterPrefill`. */
+  private newLeg(request: EngineRequest, now: number, stopAfterPrefill: boolean): RequestState {
+    const r = this.newRequest(request, now);
+    if (stopAfterPrefill) {
+      // Its output grows elsewhere: here it yields only its first token, which takes no KV growth.
+      r.stopAfterPrefill = true;
+      r.maxOutputTokens = 1;
+    }
+    return r;
+  }
+
+  /** Peak KV of a new request: its prompt plus the most it may grow (its output, or the queue policy's reserve). */
+  private needOf(r: RequestState): number {
+    const reserve = this.queuePolicy.reserveTokens(r);
+    return r.promptTokens + (r.stopAfterPrefill ? reserve : Math.max(r.outputTokens - 1, reserve));
   }
 
   /**

@@ -110,6 +110,12 @@ export interface SimReport {
   readonly rps: number;
   readonly requests: number;
   readonly completed: number;
+  /**
+   * Only when some were: requests refused at arrival because no instance could hold their prompt and
+   * output in its KV (a server's context-length refusal); counted in `requests`, not in `completed`
+   * or any latency figure.
+   */
+  readonly refused?: number;
   readonly latency: PercentileSummary;
   readonly ttft: PercentileSummary;
   readonly tpot: PercentileSummary;
@@ -344,6 +350,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
   const summary = summarize(records, {
     ...(spec.slo === undefined ? {} : { slo: spec.slo }),
     ...(spec.warmupSeconds === undefined ? {} : { warmupSeconds: spec.warmupSeconds }),
+    refused: result.refused.length,
   });
   const branches: Record<string, number> = {};
   let prompt = 0;
@@ -370,8 +377,9 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     workload: spec.workload,
     instances: spec.instances,
     rps: spec.rps,
-    requests: records.length,
+    requests: records.length + result.refused.length,
     completed: summary.completed,
+    ...(result.refused.length === 0 ? {} : { refused: result.refused.length }),
     latency: summary.latency,
     ttft: summary.ttft,
     tpot: summary.tpot,

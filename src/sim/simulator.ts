@@ -146,6 +146,19 @@ export interface SimResult {
   readonly fleetLog: FleetLogEntry[];
   /** Live migrations, step by step, in order: present when the policy asks for migrations. */
   readonly migrationLog?: MigrationLogEntry[];
+  /**
+   * Requests refused at arrival, never placed: no active instance could hold their prompt and output
+   * in its KV (`refusedAtDoor`), as a server refuses a request past its context length. Not in `records`.
+   */
+  readonly refused: RefusedRequest[];
+}
+
+/** A request the simulator refused at arrival (`SimResult.refused`). */
+export interface RefusedRequest {
+  readonly id: string;
+  readonly arrival: number;
+  readonly promptTokens: number;
+  readonly outputTokens: number;
 }
 
 type SimEvent =
@@ -276,6 +289,7 @@ export function simulate(options: SimulatorOptions): SimResult {
   const busy = new Array<number>(fleet.length).fill(0);
   const queue = new TinyQueue<SimEvent>([], (a, b) => a.time - b.time || a.seq - b.seq);
   const records: SimRecord[] = [];
+  const refused: RefusedRequest[] = [];
   const byId = new Map<string, SimRecord>();
   const fleetLog: FleetLogEntry[] = [];
   let seq = 0;
@@ -386,6 +400,23 @@ export function simulate(options: SimulatorOptions): SimResult {
       incoming[decode]! += j.kv!.kvTokens;
       startTransfer(j, now);
     }
+  };
+
+  /**
+   * True when no active instance could ever hold `request`: neither a mixed one whole, nor a prefill
+   * one its prompt with a decode (or mixed) one to take it over. Such a request would stall every
+   * engine forever; a server refuses it at the door (context length exceeded), and so does this.
+   */
+  const refusedAtDoor = (request: EngineRequest, now: number): boolean => {
+    const holds = (role: Role, leg: 'whole' | 'prefill') =>
+      engines.some(
+        (engine, i) =>
+          standing[i] === 'active' &&
+          roles[i] === role &&
+          engine.kvNeed(request, now, { stopAfterPrefill: leg === 'prefill' }) <= engine.kvCapacityTokens,
+      );
+    if (holds('mixed', 'whole')) return false;
+    return !(holds('prefill', 'prefill') && (holds('decode', 'whole') || holds('mixed', 'whole')));
   };
 
   /** The policy placed a leg of `id` on `instance`, which must be present and have `roleWanted`. */
@@ -639,6 +670,21 @@ export function simulate(options: SimulatorOptions): SimResult {
         const r = e.request;
         arrivalsSinceTick++;
         pullArrival();
+        const whole: EngineRequest = {
+          id: r.id,
+          tokens: r.tokens,
+          outputTokens: r.outputTokens,
+          ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
+        };
+        if (refusedAtDoor(whole, e.time)) {
+          refused.push({
+            id: r.id,
+            arrival: r.arrival,
+            promptTokens: r.tokens.length,
+            outputTokens: r.outputTokens,
+          });
+          break;
+        }
         const prediction = predictions?.predict(r, e.time);
         // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true
         // output length (a predictor's guess, when one runs).
@@ -679,13 +725,7 @@ export function simulate(options: SimulatorOptions): SimResult {
         records.push(record);
         byId.set(r.id, record);
         inFlight++;
-        const request: EngineRequest = {
-          id: r.id,
-          tokens: r.tokens,
-          outputTokens: r.outputTokens,
-          ...(r.maxTokens === undefined ? {} : { maxTokens: r.maxTokens }),
-          ...(prediction === undefined ? {} : { prediction }),
-        };
+        const request: EngineRequest = prediction === undefined ? whole : { ...whole, prediction };
         if (migrator !== undefined) requestsInFlight.set(r.id, request);
         if (standing[d.instance] !== 'active' && standing[d.instance] !== undefined)
           throw new Error(
@@ -782,5 +822,6 @@ export function simulate(options: SimulatorOptions): SimResult {
     engines: engines.map((e) => e.snapshot()),
     fleetLog,
     ...(migrator === undefined ? {} : { migrationLog: migrator.log }),
+    refused,
   };
 }

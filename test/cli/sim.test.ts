@@ -434,3 +434,29 @@ test('preble sim replays a trace at its own timing without --rps, and re-times i
   assert.match(none.stderr, /6 rows arrive at one instant, so it has no rate/);
   assert.equal(none.stderr.trim().split('\n').length, 1, none.stderr);
 });
+
+test('preble sim refuses a trace row too large for any instance, says so under the table, and runs the rest', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'preble-sim-refused-'));
+  const trace = join(dir, 'trace.jsonl');
+  // Row 2 needs 2,048 + 3 KV tokens; each instance holds 1,500.
+  const rows = [512, 512, 2048, 512].map((tokens, k) =>
+    JSON.stringify({
+      timestamp: 1000 * k,
+      input_length: tokens,
+      output_length: 4,
+      hash_ids: Array.from({ length: tokens / 512 }, (_, b) => 10 * k + b),
+    }),
+  );
+  writeFileSync(trace, `${rows.join('\n')}\n`);
+  const base = ['sim', '--workload', `mooncake:${trace}`, '--requests', '4', '--kv-tokens', '1500'];
+  const json = await runCli([...base, '--json']);
+  assert.equal(json.code, 0, json.stderr);
+  const report = JSON.parse(json.stdout);
+  assert.deepEqual([report.requests, report.completed, report.refused], [4, 3, 1]);
+  const text = await runCli([...base, '--policy', 'round-robin,e2-plus']);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(
+    text.stdout,
+    /refused at arrival, their prompt and output larger than any instance's KV \(left out of every figure above\): 1 of 4 requests in every run/,
+  );
+});

@@ -15,11 +15,12 @@ export interface SloAttainment {
 
 /**
  * Shares of ALL records meeting the SLO: an unfinished request meets neither target (it would
- * otherwise flatter an overloaded run). A request with one output token has no TPOT and meets that
- * target trivially. Meeting means `<=`. No records: every share is 0.
+ * otherwise flatter an overloaded run), nor do the `refused` requests that were never placed (no
+ * record; too large for any instance). A request with one output token has no TPOT and meets that
+ * target trivially. Meeting means `<=`. No requests: every share is 0.
  */
-export function sloAttainment(records: readonly RequestRecord[], slo: Slo): SloAttainment {
-  if (records.length === 0) return { ttft: 0, tpot: 0, both: 0 };
+export function sloAttainment(records: readonly RequestRecord[], slo: Slo, refused = 0): SloAttainment {
+  if (records.length + refused === 0) return { ttft: 0, tpot: 0, both: 0 };
   let ttft = 0;
   let tpot = 0;
   let both = 0;
@@ -31,6 +32,6 @@ export function sloAttainment(records: readonly RequestRecord[], slo: Slo): SloA
     if (tpotMet) tpot++;
     if (ttftMet && tpotMet) both++;
   }
-  const n = records.length;
+  const n = records.length + refused;
   return { ttft: ttft / n, tpot: tpot / n, both: both / n };
 }

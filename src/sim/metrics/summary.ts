@@ -16,6 +16,8 @@ export interface SummaryOptions {
    * attainment and `completed` still count every request. Default 0: nothing excluded.
    */
   readonly warmupSeconds?: number;
+  /** Requests refused before they were placed (no record): each fails the SLO. Default 0. */
+  readonly refused?: number;
 }
 
 /** The headline metrics of a run (times in seconds), over its completed requests. */
@@ -33,7 +35,7 @@ export interface Summary {
   readonly cacheHitRate: number;
   /** Completed requests per second. */
   readonly throughputRps: number;
-  /** Over all records, unfinished ones failing; present when an SLO was given. */
+  /** Over all records and the refused requests, unfinished and refused ones failing; present when an SLO was given. */
   readonly sloAttainment?: SloAttainment;
   /** Completed requests left out of the figures as warm-up (present when `warmupSeconds` > 0). */
   readonly warmupExcluded?: number;
@@ -80,7 +82,9 @@ export function summarize(records: readonly RequestRecord[], options: SummaryOpt
     normalizedTtft: percentiles(normalizedTtft),
     cacheHitRate: prompt > 0 ? cached / prompt : 0,
     throughputRps: duration > 0 ? done.length / duration : 0,
-    ...(options.slo === undefined ? {} : { sloAttainment: sloAttainment(records, options.slo) }),
+    ...(options.slo === undefined
+      ? {}
+      : { sloAttainment: sloAttainment(records, options.slo, options.refused) }),
     ...(warmup > 0 ? { warmupExcluded: excluded, wholeRunLatency: percentiles(wholeRun) } : {}),
   };
 }

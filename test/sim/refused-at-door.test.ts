@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { costModelPreset } from '../../src/core/cost-model/presets.ts';
+import type { KvLink } from '../../src/core/fleet/kv-link.ts';
+import { createGlobalPolicy } from '../../src/core/policies/registry.ts';
+import { RoundRobinPolicy } from '../../src/core/policies/round-robin.ts';
+import type { RouteRequest } from '../../src/core/types.ts';
+import { Engine } from '../../src/engine/engine.ts';
+import { sloAttainment } from '../../src/sim/metrics/slo.ts';
+import { runSimulation } from '../../src/sim/run.ts';
+import { simulate } from '../../src/sim/simulator.ts';
+import type { WorkloadRequest } from '../../src/workloads/types.ts';
+import { seq, simpleCostModel } from '../helpers/simple-cost-model.ts';
+
+/** Records what each route call is told. */
+class RouteSpy extends RoundRobinPolicy {
+  readonly seen: string[] = [];
+  override route(request: RouteRequest, now: number) {
+    this.seen.push(request.id);
+    return super.route(request, now);
+  }
+}
+
+// Peak KV of a request run whole: prompt + output - 1. With 300 tokens per instance, 'big' (400 + 9)
+// fits nowhere; the others fit.
+const stream = (): WorkloadRequest[] =>
+  [
+    { id: 'a', prompt: 100, output: 10 },
+    { id: 'big', prompt: 400, output: 10 },
+    { id: 'b', prompt: 200, output: 10 },
+    { id: 'edge', prompt: 291, output: 10 },
+  ].map((r, k) => ({
+    id: r.id,
+    arrival: k * 0.5,
+    tokens: seq(r.prompt, 1000 * k),
+    outputTokens: r.output,
+    workload: 'test',
+  }));
+
+test('a request no instance could hold is refused at arrival, never routed, and the run goes on', () => {
+  const policy = new RouteSpy();
+  // Before: the engine threw "needs 409 KV tokens, more than the capacity of 300" and the run ended.
+  const result = simulate({ policy, instances: 2, costModel: simpleCostModel(300), requests: stream() });
+  assert.deepEqual(
+    result.refused.map((r) => [r.id, r.promptTokens, r.outputTokens]),
+    [['big', 400, 10]],
+  );
+  assert.deepEqual(policy.seen, ['a', 'b', 'edge'], 'the policy never sees it');
+  assert.deepEqual(
+    result.records.map((r) => r.id),
+    ['a', 'b', 'edge'],
+  );
+  for (const r of result.records) assert.ok(r.finish > r.arrival, `${r.id} finished`);
+});
+
+test('the engine refuses exactly what the door refuses: kvNeed is the peak submit checks', () => {
+  for (const queuePolicy of ['fcfs', 'no-preempt'] as const) {
+    const engine = new Engine({ costModel: simpleCostModel(300), queuePolicy });
+    for (const r of stream()) {
+      const request = { id: r.id, tokens: r.tokens, outputTokens: r.outputTokens, maxTokens: r.outputTokens };
+      const need = engine.kvNeed(request, 0);
+      // fcfs holds what the output reaches (the prefill's token takes none); no-preempt reserves max_tokens.
+      const grows = queuePolicy === 'fcfs' ? r.outputTokens - 1 : r.outputTokens;
+      assert.equal(need, r.tokens.length + grows, `${queuePolicy} ${r.id}`);
+      if (need > engine.kvCapacityTokens)
+        assert.throws(() => engine.submit(request, 0), /more than the capacity of 300/);
+      else engine.submit(request, 0);
+    }
+  }
+});
+
+test('a disaggregated fleet refuses a request whose prompt fits a prefill instance but no decode one', () => {
+  const big = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
+  const small = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 1_000 });
+  const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
+  const requests: WorkloadRequest[] = [600, 2_000, 800].map((prompt, k) => ({
+    id: `r${k}`,
+    arrival: k,
+    tokens: seq(prompt, 10_000 * k),
+    outputTokens: 8,
+    workload: 'test',
+  }));
+  const result = simulate({
+    policy: createGlobalPolicy('distserve', { costModel: big }),
+    instances: 2,
+    costModel: big,
+    fleet: [
+      { costModel: big, role: 'prefill' },
+      { costModel: small, role: 'decode' },
+    ],
+    engine: { queuePolicy: 'fcfs' },
+    kvTransfer: { placement: { nodeOf: (i) => i, nodeLink: link, network: link }, mode: 'serialized' },
+    requests,
+  });
+  assert.deepEqual(
+    result.refused.map((r) => r.id),
+    ['r1'],
+  );
+  assert.deepEqual(
+    result.records.map((r) => [r.id, r.decodeInstance]),
+    [
+      ['r0', 1],
+      ['r2', 1],
+    ],
+  );
+});
+
+test('the report counts refused requests in requests, not in completed, and as missing the SLO', () => {
+  const spec = {
+    policy: 'round-robin',
+    workload: 'test',
+    instances: 2,
+    rps: 2,
+    costModel: costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 300 }),
+    requests: stream,
+    seed: 0,
+    slo: { ttft: 1e9, tpot: 1e9 },
+  };
+  const run = runSimulation(spec);
+  assert.equal(run.report.requests, 4);
+  assert.equal(run.report.completed, 3);
+  assert.equal(run.report.refused, 1);
+  assert.deepEqual(run.report.sloAttainment, { ttft: 0.75, tpot: 0.75, both: 0.75 });
+  // Without a refusal the field is absent, so reports of runs that refuse nothing read as before.
+  const none = runSimulation({ ...spec, requests: () => stream().filter((r) => r.id !== 'big') });
+  assert.equal(none.report.refused, undefined);
+  assert.equal(none.report.sloAttainment?.both, 1);
+});
+
+test('sloAttainment counts each refused request as meeting neither target', () => {
+  assert.deepEqual(sloAttainment([], { ttft: 1, tpot: 1 }, 2), { ttft: 0, tpot: 0, both: 0 });
+  assert.deepEqual(sloAttainment([], { ttft: 1, tpot: 1 }), { ttft: 0, tpot: 0, both: 0 });
+});
