@@ -46,6 +46,12 @@ export function renderReport(
         `Warm-up left out of the latency, TTFT, TPOT and hit-rate figures below (requests arriving before it, counted for the first series; of a run lasting): ${firsts.map((r) => `${r.rps} rps: ${r.warmup === undefined ? 'none' : `${fixed(r.warmup.seconds, 0)} s, ${r.warmup.excluded} requests`} of ${fixed(r.durationSeconds, 0)} s`).join('; ')}.`,
         '',
       );
+    const refused = inPanel.filter((c) => (c.report.refused ?? 0) > 0);
+    if (refused.length > 0)
+      lines.push(
+        `Refused at arrival, their prompt and output larger than an instance's KV (left out of every figure below): ${unique(refused.map((c) => `${c.report.rps} rps: ${c.report.refused} of ${c.report.requests}`)).join('; ')}.`,
+        '',
+      );
     lines.push(`| series | ${rates.map((x) => `${x} rps: mean / p99 latency`).join(' | ')} |`);
     lines.push(`|---|${rates.map(() => '---').join('|')}|`);
     for (const s of seriesNames) {

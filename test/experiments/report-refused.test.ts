@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { costModelPreset } from '../../src/core/cost-model/presets.ts';
+import { renderReport } from '../../src/experiments/report.ts';
+import { runCells } from '../../src/experiments/runner.ts';
+import type { Cell, Experiment } from '../../src/experiments/types.ts';
+import type { WorkloadRequest } from '../../src/workloads/types.ts';
+import { seq } from '../helpers/simple-cost-model.ts';
+
+test("an experiment's report says how many requests of a panel were refused at arrival", () => {
+  // 300 tokens of KV per instance: the 400-token prompt fits none.
+  const requests = (): WorkloadRequest[] =>
+    [100, 400, 200].map((prompt, k) => ({
+      id: `r${k}`,
+      arrival: k * 0.5,
+      tokens: seq(prompt, 1000 * k),
+      outputTokens: 4,
+      workload: 'test',
+    }));
+  const cell = (series: string): Cell => ({
+    panel: 'tiny',
+    series,
+    spec: {
+      policy: series,
+      workload: 'test',
+      instances: 2,
+      rps: 2,
+      costModel: costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 300 }),
+      requests,
+      seed: 0,
+    },
+  });
+  const experiment: Experiment = {
+    name: 'tiny',
+    title: 'Tiny',
+    defaultRequests: 3,
+    cells: () => [],
+    discuss: () => '',
+  };
+  const results = runCells([cell('round-robin'), cell('e2-plus')]);
+  const { markdown } = renderReport(experiment, results, { command: 'test' });
+  assert.match(
+    markdown,
+    /Refused at arrival, their prompt and output larger than an instance's KV \(left out of every figure below\): 2 rps: 1 of 3\./,
+  );
+});
