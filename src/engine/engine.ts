@@ -1198,6 +1198,7 @@ export class Engine {
     }
     const state = new RequestState(this.cache, request.id, request.tokens, outputs, maxTokens, now);
     if (request.prediction !== undefined) state.prediction = request.prediction;
+    state.outputCeiling = this.kvCapacityTokens - promptLength + 1;
     return state;
   }
 

@@ -30,6 +30,19 @@ describe('Engine: s3 (reserve the prediction, re-queue on outrun)', () => {
     assert.deepEqual([usage.privateTokens, usage.pinnedTokens, usage.reservedTokens], [0, 0, 0]);
   });
 
+  it('reserves no more than the memory holds: a prediction past it does not refuse a request that fits', () => {
+    // 172 + 630 - 1 = 801 tokens reserved against 800 of KV: the engine refused it (a property run on
+    // another seed found it); the true need, 172 + 187 - 1, fits.
+    const engine = new Engine({ costModel: linearCost(EASY, 800), queuePolicy: 's3', repredict: doubling });
+    const log = drive(
+      engine,
+      [{ id: 'a', tokens: seq(172, 1), outputTokens: 187, arrival: 0, prediction: { tokens: 630 } }],
+      (_record, e) => e.checkInvariants(),
+    );
+    assert.equal(log.finish.size, 1);
+    assert.equal(engine.snapshot().preemptionsTotal, 0);
+  });
+
   it('with exact predictions never re-queues, and keeps memory invariants under random streams', () => {
     fc.assert(
       fc.property(
