@@ -16,7 +16,7 @@ export interface MooncakeRow {
  * The rows of a block-hash JSONL trace, lazily, validated: each line must be a JSON object with a
  * numeric `timestamp` (in the format's unit, never decreasing), integer `input_length` >= 1 and
  * `output_length` >= 0, and `hash_ids` with exactly ceil(input_length / block size) non-negative
- * integers. Other fields are read past.
+ * integers (of any size). Other fields are read past.
  */
 export function* parseMooncakeJsonl(
   text: string,
@@ -46,7 +46,9 @@ export function* parseMooncakeJsonl(
     const timestampMs = timestamp * format.msPerTimestampUnit;
     if (!isInteger(inputLength, 1)) return fail('"input_length" must be a positive integer');
     if (!isInteger(outputLength, 0)) return fail('"output_length" must be a non-negative integer');
-    if (!Array.isArray(hashIds) || !hashIds.every((id) => isInteger(id, 0))) {
+    // Any size: a trace may publish raw 64-bit block hashes, past 2^53; parsed as doubles, distinct
+    // ones stay distinct unless they lie within 2,048 of each other.
+    if (!Array.isArray(hashIds) || !hashIds.every((id) => Number.isInteger(id) && id >= 0)) {
       return fail('"hash_ids" must be an array of non-negative integers');
     }
     const blocks = Math.ceil(inputLength / blockTokens);

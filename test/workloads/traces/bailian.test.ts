@@ -55,6 +55,19 @@ describe('bailian trace (Qwen-Bailian JSONL)', () => {
     );
   });
 
+  it('takes raw 64-bit block hashes, past 2^53: equal ones share their tokens, distinct ones do not', () => {
+    const big = (t: number, ids: string) =>
+      `{"timestamp": ${t}, "input_length": 32, "output_length": 4, "hash_ids": [${ids}]}`;
+    const text = [
+      big(0, '18446744073709551557, 9223372036854775783'),
+      big(1, '18446744073709551557, 12345678901234567890'),
+    ].join('\n');
+    // Before: refused, "hash_ids" must be an array of non-negative integers.
+    const [a, b] = [...mooncakeRequests(text, { seed: 3 }, BAILIAN_FORMAT)];
+    assert.deepEqual(a!.tokens.subarray(0, 16), b!.tokens.subarray(0, 16));
+    assert.notDeepEqual(a!.tokens.subarray(16), b!.tokens.subarray(16));
+  });
+
   it('is the workload bailian:FILE, re-timed like any trace', () => {
     assert.deepEqual(parseWorkloadSpec('bailian:/x.jsonl'), { kind: 'bailian', path: '/x.jsonl' });
     const path = join(mkdtempSync(join(tmpdir(), 'preble-bailian-')), 'trace.jsonl');
