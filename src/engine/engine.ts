@@ -275,11 +275,32 @@ export class Engine {
 
   /**
    * The KV tokens `request` would need here at its peak, run whole (or only its prefill leg, with
-   * `stopAfterPrefill`): what `submit` checks against `kvCapacityTokens`, so a caller can refuse a
-   * request no instance could ever hold before placing it (a gateway's context-length check).
+   * `stopAfterPrefill`; on a decode-role engine, its decode as `adopt` takes it): what `submit` and
+   * `adopt` check against `kvCapacityTokens`, so a caller can refuse a request no instance could ever
+   * hold before placing it (a gateway's context-length check).
    */
   kvNeed(request: EngineRequest, now: number, options: SubmitOptions = {}): number {
+    if (this.role === 'decode') {
+      // It arrives here as `adopt` takes it: KV for its prompt, one token generated.
+      const r = this.newRequest(request, now);
+      if (r.outputTokens <= 1) return r.prompt.length;
+      this.asAdopted(r, 1);
+      return this.adoptedNeed(r);
+    }
     return this.needOf(this.newLeg(request, now, options.stopAfterPrefill ?? this.role === 'prefill'));
+  }
+
+  /** A new request as adopted with `generated` tokens out: its KV holds its prompt and all but the last. */
+  private asAdopted(r: RequestState, generated: number): void {
+    r.generated = generated;
+    r.kvTokens = r.prompt.length + generated - 1;
+    r.promptTokens = r.kvTokens;
+    if (r.maxTokens !== undefined) r.maxOutputTokens = r.maxTokens - generated;
+  }
+
+  /** Peak KV of an adopted request: what it holds plus what is left of its output (or the reserve). */
+  private adoptedNeed(r: RequestState): number {
+    return r.kvTokens + Math.max(r.outputTokens - r.generated, this.queuePolicy.reserveTokens(r));
   }
 
   /** A new request's state, for its prefill leg only when `stopAfterPrefill`. */
@@ -330,11 +351,8 @@ export class Engine {
         `engine: adopted request '${request.id}' has nothing left to decode (generated ${generated} of ${r.outputTokens})`,
       );
     }
-    r.generated = generated;
-    r.kvTokens = kvTokens;
-    r.promptTokens = kvTokens;
-    if (r.maxTokens !== undefined) r.maxOutputTokens = r.maxTokens - generated;
-    const need = kvTokens + Math.max(r.outputTokens - generated, this.queuePolicy.reserveTokens(r));
+    this.asAdopted(r, generated);
+    const need = this.adoptedNeed(r);
     if (need > this.kvCapacityTokens) {
       throw new Error(
         `engine: adopted request '${request.id}' needs ${need} KV tokens, more than the capacity of ${this.kvCapacityTokens}`,

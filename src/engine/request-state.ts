@@ -71,11 +71,7 @@ export class RequestState implements QueuedRequest {
   joined = false;
   /** The length predictor's current guess (`EngineRequest.prediction`), revised when outrun. */
   prediction: LengthPrediction | undefined = undefined;
-  /**
-   * The most output tokens its KV could ever hold here (the engine's capacity less its prompt, plus the
-   * token the prefill yields): the queue policy sees no prediction beyond it, so a guess past what any
-   * memory holds (S3 reserving it) cannot make a request that fits impossible to admit.
-   */
+  /** The queue policy's `outputCeiling`: set by the engine from its KV capacity. */
   outputCeiling = Number.POSITIVE_INFINITY;
   /** Runs to its first token only, then holds its KV (`SubmitOptions.stopAfterPrefill`). */
   stopAfterPrefill = false;
@@ -107,7 +103,7 @@ export class RequestState implements QueuedRequest {
 
   /** The queue policy's view of the prediction and of the output so far. */
   get predictedOutputTokens(): number | undefined {
-    return this.prediction === undefined ? undefined : Math.min(this.prediction.tokens, this.outputCeiling);
+    return this.prediction?.tokens;
   }
 
   /** Output tokens generated so far (the queue policy's `generatedTokens`). */

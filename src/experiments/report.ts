@@ -17,6 +17,14 @@ export interface RenderedReport {
   readonly plots: PlotRequest[];
 }
 
+/** One rate's refused requests: one count where every series refused as many, else each series'. */
+function refusedAt(cells: readonly CellResult[]): string {
+  const count = (c: CellResult) => `${c.report.refused ?? 0} of ${c.report.requests}`;
+  const counts = unique(cells.map(count));
+  const each = counts.length === 1 ? counts[0] : cells.map((c) => `${c.cell.series} ${count(c)}`).join(', ');
+  return `${cells[0]!.report.rps} rps: ${each}`;
+}
+
 /** Markdown tables, plot references and the experiment's own discussion. */
 export function renderReport(
   experiment: Experiment,
@@ -46,10 +54,9 @@ export function renderReport(
         `Warm-up left out of the latency, TTFT, TPOT and hit-rate figures below (requests arriving before it, counted for the first series; of a run lasting): ${firsts.map((r) => `${r.rps} rps: ${r.warmup === undefined ? 'none' : `${fixed(r.warmup.seconds, 0)} s, ${r.warmup.excluded} requests`} of ${fixed(r.durationSeconds, 0)} s`).join('; ')}.`,
         '',
       );
-    const refused = inPanel.filter((c) => (c.report.refused ?? 0) > 0);
-    if (refused.length > 0)
+    if (inPanel.some((c) => (c.report.refused ?? 0) > 0))
       lines.push(
-        `Refused at arrival, their prompt and output larger than an instance's KV (left out of every figure below): ${unique(refused.map((c) => `${c.report.rps} rps: ${c.report.refused} of ${c.report.requests}`)).join('; ')}.`,
+        `Refused at arrival, their prompt and output larger than an instance's KV (left out of every figure below): ${rates.map((x) => refusedAt(inPanel.filter((c) => c.report.rps === x))).join('; ')}.`,
         '',
       );
     lines.push(`| series | ${rates.map((x) => `${x} rps: mean / p99 latency`).join(' | ')} |`);

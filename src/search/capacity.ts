@@ -161,16 +161,26 @@ export function scenarioCapacity(scenario: ScenarioSpec, options: CapacityOption
   const probes: CapacityProbe[] = [];
   const passes = (rps: number): boolean => {
     const { report, result } = runSimulation(scenarioSimSpec(scenario, rps));
+    // A request no instance can hold is refused at any rate: the configuration cannot serve the workload.
+    if ((report.refused ?? 0) > 0) throw new Unservable();
     const passed = meetsCriterion(options.criterion, report, result.records);
     probes.push({ rps, passed, attainment: report.sloAttainment?.both ?? 0 });
     return passed;
   };
   const low = options.low ?? DEFAULT_LOW_RPS;
   const search = { relativeTolerance: 0.02, ...options, low };
-  let result = highestPassingRate(passes, search);
-  if (result.rps === 0) {
-    const { high: _, ...rest } = search;
-    result = highestPassingRate(passes, { ...rest, low: low / 16 });
+  try {
+    let result = highestPassingRate(passes, search);
+    if (result.rps === 0) {
+      const { high: _, ...rest } = search;
+      result = highestPassingRate(passes, { ...rest, low: low / 16 });
+    }
+    return { ...result, probes };
+  } catch (error) {
+    if (error instanceof Unservable) return { rps: 0, bracketed: true, probes };
+    throw error;
   }
-  return { ...result, probes };
 }
+
+/** A probe's run refused requests: the search ends at capacity 0. */
+class Unservable extends Error {}

@@ -408,15 +408,14 @@ export function simulate(options: SimulatorOptions): SimResult {
    * engine forever; a server refuses it at the door (context length exceeded), and so does this.
    */
   const refusedAtDoor = (request: EngineRequest, now: number): boolean => {
-    const holds = (role: Role, leg: 'whole' | 'prefill') =>
-      engines.some(
-        (engine, i) =>
-          standing[i] === 'active' &&
-          roles[i] === role &&
-          engine.kvNeed(request, now, { stopAfterPrefill: leg === 'prefill' }) <= engine.kvCapacityTokens,
-      );
-    if (holds('mixed', 'whole')) return false;
-    return !(holds('prefill', 'prefill') && (holds('decode', 'whole') || holds('mixed', 'whole')));
+    const active = (role: Role) => engines.filter((_, i) => standing[i] === 'active' && roles[i] === role);
+    const mixed = active('mixed');
+    const prefill = active('prefill');
+    const decode = [...active('decode'), ...mixed];
+    // No instance to take it at all: not a question of size (routing says what is wrong).
+    if (mixed.length === 0 && (prefill.length === 0 || decode.length === 0)) return false;
+    const holds = (engine: Engine) => engine.kvNeed(request, now) <= engine.kvCapacityTokens;
+    return !(mixed.some(holds) || (prefill.some(holds) && decode.some(holds)));
   };
 
   /** The policy placed a leg of `id` on `instance`, which must be present and have `roleWanted`. */

@@ -17,7 +17,7 @@ test("an experiment's report says how many requests of a panel were refused at a
       outputTokens: 4,
       workload: 'test',
     }));
-  const cell = (series: string): Cell => ({
+  const cell = (series: string, kvCapacityTokens = 300): Cell => ({
     panel: 'tiny',
     series,
     spec: {
@@ -25,7 +25,7 @@ test("an experiment's report says how many requests of a panel were refused at a
       workload: 'test',
       instances: 2,
       rps: 2,
-      costModel: costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 300 }),
+      costModel: costModelPreset('mistral-7b-a6000', { kvCapacityTokens }),
       requests,
       seed: 0,
     },
@@ -42,5 +42,11 @@ test("an experiment's report says how many requests of a panel were refused at a
   assert.match(
     markdown,
     /Refused at arrival, their prompt and output larger than an instance's KV \(left out of every figure below\): 2 rps: 1 of 3\./,
+  );
+  // Series that refused different counts are each named.
+  const mixed = runCells([cell('round-robin'), cell('e2-plus', 1000)]);
+  assert.match(
+    renderReport(experiment, mixed, { command: 'test' }).markdown,
+    /below\): 2 rps: round-robin 1 of 3, e2-plus 0 of 3\./,
   );
 });

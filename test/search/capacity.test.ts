@@ -9,6 +9,7 @@ import {
   searchUpTo,
 } from '../../src/search/capacity.ts';
 import type { ScenarioSpec } from '../../src/search/scenario.ts';
+import { runCapacityTask } from '../../src/search/task.ts';
 import type { SimRecord } from '../../src/sim/record.ts';
 import type { SimReport } from '../../src/sim/run.ts';
 
@@ -91,5 +92,20 @@ describe('scenarioCapacity', () => {
     assert.ok(a.rps > 0 && a.bracketed);
     assert.ok(a.probes.some((p) => p.rps === a.rps && p.passed));
     assert.ok(a.probes.some((p) => p.rps > a.rps && !p.passed));
+  });
+
+  test('a configuration whose memory cannot hold some request has capacity 0, under every criterion', () => {
+    // Llama-2-7B on one H100 holds about 105k KV tokens; some prompts here run to 150k. The simulator
+    // refuses those at arrival; before, the search ranked the rest (0.14 req/s under the delay criterion).
+    const tooSmall: ScenarioSpec = {
+      ...scenario,
+      workload: 'synthetic:in=uniform(1000,150000),out=8',
+      requests: 20,
+      fleet: { instances: [{ model: 'llama2-7b', gpu: 'h100' }] },
+    };
+    for (const criterion of [{ kind: 'delay' }, { kind: 'slo', target: 0.5 }] as const) {
+      const capacity = runCapacityTask({ scenario: tooSmall, criterion });
+      assert.deepEqual([capacity.rps, capacity.bracketed, capacity.probes.length], [0, true, 0]);
+    }
   });
 });

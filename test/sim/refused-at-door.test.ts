@@ -7,6 +7,7 @@ import { RoundRobinPolicy } from '../../src/core/policies/round-robin.ts';
 import type { RouteRequest } from '../../src/core/types.ts';
 import { Engine } from '../../src/engine/engine.ts';
 import { sloAttainment } from '../../src/sim/metrics/slo.ts';
+import type { SimRecord } from '../../src/sim/record.ts';
 import { runSimulation } from '../../src/sim/run.ts';
 import { simulate } from '../../src/sim/simulator.ts';
 import type { WorkloadRequest } from '../../src/workloads/types.ts';
@@ -128,6 +129,36 @@ test('the report counts refused requests in requests, not in completed, and as m
 });
 
 test('sloAttainment counts each refused request as meeting neither target', () => {
+  const met = { arrival: 0, firstToken: 0.1, finish: 0.2, outputTokens: 2 } as SimRecord;
+  assert.deepEqual(sloAttainment([met], { ttft: 1, tpot: 1 }, 1), { ttft: 0.5, tpot: 0.5, both: 0.5 });
+  assert.deepEqual(sloAttainment([met], { ttft: 1, tpot: 1 }), { ttft: 1, tpot: 1, both: 1 });
   assert.deepEqual(sloAttainment([], { ttft: 1, tpot: 1 }, 2), { ttft: 0, tpot: 0, both: 0 });
-  assert.deepEqual(sloAttainment([], { ttft: 1, tpot: 1 }), { ttft: 0, tpot: 0, both: 0 });
+});
+
+test('with no active instance at all nothing is refused for its size: routing fails as before', () => {
+  const run = () =>
+    simulate({
+      policy: new RouteSpy(),
+      instances: 2,
+      costModel: simpleCostModel(300),
+      fleetActions: [
+        { at: 0.1, action: 'drain', instance: 0 },
+        { at: 0.1, action: 'drain', instance: 1 },
+      ],
+      requests: stream().slice(2),
+    });
+  assert.throws(run, /no instance is available to take the request/);
+});
+
+test("a decode-role engine's need is its decode as adopt takes it (no-preempt reserves max_tokens less the token out)", () => {
+  const engine = new Engine({ costModel: simpleCostModel(300), queuePolicy: 'no-preempt', role: 'decode' });
+  // 200 + 101 = 301 for the whole request, but on the decode instance 200 + (101 - 1) = 300: it fits.
+  const request = { id: 'd', tokens: seq(200, 1), outputTokens: 50, maxTokens: 101 };
+  assert.equal(engine.kvNeed(request, 0), 300);
+  engine.adopt(request, { kvTokens: 200, generated: 1 }, 0);
+  assert.throws(
+    () => engine.adopt({ ...request, id: 'e', maxTokens: 102 }, { kvTokens: 200, generated: 1 }, 0),
+    /needs 301 KV tokens/,
+  );
+  assert.equal(engine.kvNeed({ ...request, id: 'e', maxTokens: 102 }, 0), 301);
 });

@@ -11,13 +11,16 @@ import type { QueuedRequest, QueuePolicy } from './types.ts';
  * (`requeueOnOutrun`; the predictor's re-prediction rule: next bucket or doubling), recomputing its
  * prompt and output so far. S3 ran without paged attention and also defragmented memory; paged KV
  * needs no defragmentation, so only the reservation and the supervisor are modelled. A request
- * without a prediction reserves nothing (fcfs). Decode growth beyond the reserves (none with an
- * exact predictor) preempts as fcfs does.
+ * without a prediction reserves nothing (fcfs), and no reserve runs past what the replica's memory could
+ * ever hold (`outputCeiling`). Decode growth beyond the reserves (none with an exact predictor)
+ * preempts as fcfs does.
  */
 export function createS3Policy(): QueuePolicy {
   const reserveTokens = (request: QueuedRequest): number => {
     const remaining = predictedRemaining(request);
-    return Number.isFinite(remaining) ? remaining - 1 : 0;
+    if (!Number.isFinite(remaining)) return 0;
+    const room = (request.outputCeiling ?? Number.POSITIVE_INFINITY) - (request.generatedTokens ?? 0);
+    return Math.max(0, Math.min(remaining, room) - 1);
   };
   return {
     name: 's3',

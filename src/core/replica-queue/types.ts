@@ -49,6 +49,12 @@ export interface QueuedRequest {
   readonly generatedTokens?: number;
   /** The client's prompt length, whatever a preemption added to `promptTokens` (absent: `promptTokens`). */
   readonly inputTokens?: number;
+  /**
+   * The most output tokens (in all) its KV could ever hold on this replica: the capacity less the
+   * client's prompt, plus the token the prefill yields. A reserve by prediction stops there, so a
+   * guess past what the memory holds cannot make a request that fits impossible to admit. Absent: no bound.
+   */
+  readonly outputCeiling?: number;
 }
 
 /** A running request in its decode phase, as `preemptFor` sees it. */
