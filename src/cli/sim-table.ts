@@ -57,5 +57,5 @@ function refusedNote(reports: readonly SimReport[]): string {
     counts.size === 1
       ? `${refused[0]!.refused} of ${refused[0]!.requests} requests in every run`
       : refused.map((r) => `${r.policy} @ ${fixed(r.rps, 3)}: ${r.refused} of ${r.requests}`).join(', ');
-  return `\n\nrefused at arrival, their prompt and output larger than any instance's KV (left out of every figure above): ${which}`;
+  return `\n\nrefused at arrival, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure above): ${which}`;
 }

@@ -144,6 +144,11 @@ const NONE_READY: readonly EngineKvReady[] = Object.freeze([]);
  * - Held KV may leave waiting requests unable to run while nothing else runs: the engine is then
  *   stalled, `hasWork()` is false and `step` idles, until `releaseKv`, `abort`, `submit` or `adopt`.
  */
+/** What part of a request an engine would hold (`Engine.kvNeed`). */
+export type KvLeg = 'whole' | 'prefill' | 'decode';
+
+const defaultLeg: Record<Role, KvLeg> = { mixed: 'whole', prefill: 'prefill', decode: 'decode' };
+
 export class Engine {
   readonly costModel: CostModel;
   readonly kvCapacityTokens: number;
@@ -274,20 +279,20 @@ export class Engine {
   }
 
   /**
-   * The KV tokens `request` would need here at its peak, run whole (or only its prefill leg, with
-   * `stopAfterPrefill`; on a decode-role engine, its decode as `adopt` takes it): what `submit` and
-   * `adopt` check against `kvCapacityTokens`, so a caller can refuse a request no instance could ever
-   * hold before placing it (a gateway's context-length check).
+   * The KV tokens `request` would need here at its peak, for `leg`: run whole, only its prefill leg
+   * (`submit` with `stopAfterPrefill`), or its decode as `adopt` takes it (default: what this engine's
+   * role runs): what `submit` and `adopt` check against `kvCapacityTokens`, so a caller can refuse a
+   * request an instance could never hold before placing it (a gateway's context-length check).
    */
-  kvNeed(request: EngineRequest, now: number, options: SubmitOptions = {}): number {
-    if (this.role === 'decode') {
-      // It arrives here as `adopt` takes it: KV for its prompt, one token generated.
+  kvNeed(request: EngineRequest, now: number, leg: KvLeg = defaultLeg[this.role]): number {
+    if (leg === 'decode') {
+      // It arrives as `adopt` takes it: KV for its prompt, one token generated.
       const r = this.newRequest(request, now);
       if (r.outputTokens <= 1) return r.prompt.length;
       this.asAdopted(r, 1);
       return this.adoptedNeed(r);
     }
-    return this.needOf(this.newLeg(request, now, options.stopAfterPrefill ?? this.role === 'prefill'));
+    return this.needOf(this.newLeg(request, now, leg === 'prefill'));
   }
 
   /** A new request as adopted with `generated` tokens out: its KV holds its prompt and all but the last. */

@@ -16,8 +16,8 @@ export interface CapacityTask {
 /**
  * A scenario whose memory cannot hold some request (longer than the KV memory left beside the weights)
  * has capacity 0: that configuration cannot serve the workload. The simulator refuses such a request at
- * arrival where no instance holds it (`scenarioCapacity` answers 0); an engine still throws where the
- * policy sends it to an instance too small for it in a fleet of mixed sizes.
+ * arrival (`scenarioCapacity` answers 0); an engine still throws where a decode instance picked when
+ * the KV is ready is too small for it (a fleet of mixed sizes).
  */
 export function runCapacityTask(task: CapacityTask): Capacity {
   try {

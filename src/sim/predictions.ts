@@ -30,6 +30,11 @@ export class SimPredictions {
     return this.predictor.repredict(query, generated, previous);
   };
 
+  /** A request refused before it ran: no output to learn from. */
+  forget(id: string): void {
+    this.queries.delete(id);
+  }
+
   finished(id: string, outputTokens: number, now: number): void {
     const query = this.queries.get(id);
     if (query === undefined) return;

@@ -10,8 +10,8 @@ import {
 } from '../core/fleet/kv-link.ts';
 import type { LengthPredictor } from '../core/length/types.ts';
 import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
-import type { FleetRequest, GlobalPolicy, InstanceId, Role } from '../core/types.ts';
-import { Engine, type EngineOptions } from '../engine/engine.ts';
+import type { FleetRequest, GlobalPolicy, InstanceId, Role, RouteDecision } from '../core/types.ts';
+import { Engine, type EngineOptions, type KvLeg } from '../engine/engine.ts';
 import type {
   EngineFinish,
   EngineKvReady,
@@ -148,7 +148,8 @@ export interface SimResult {
   readonly migrationLog?: MigrationLogEntry[];
   /**
    * Requests refused at arrival, never placed: no active instance could hold their prompt and output
-   * in its KV (`refusedAtDoor`), as a server refuses a request past its context length. Not in `records`.
+   * in its KV (`refusedAtDoor`), or the one the policy chose could not (`tooSmall`; the policy is told
+   * `requestFailed`), as a server refuses a request past its context length. Not in `records`.
    */
   readonly refused: RefusedRequest[];
 }
@@ -159,6 +160,8 @@ export interface RefusedRequest {
   readonly arrival: number;
   readonly promptTokens: number;
   readonly outputTokens: number;
+  /** Refused by the instance the policy chose, too small for it (absent: no instance could hold it). */
+  readonly instance?: InstanceId;
 }
 
 type SimEvent =
@@ -414,8 +417,26 @@ export function simulate(options: SimulatorOptions): SimResult {
     const decode = [...active('decode'), ...mixed];
     // No instance to take it at all: not a question of size (routing says what is wrong).
     if (mixed.length === 0 && (prefill.length === 0 || decode.length === 0)) return false;
-    const holds = (engine: Engine) => engine.kvNeed(request, now) <= engine.kvCapacityTokens;
-    return !(mixed.some(holds) || (prefill.some(holds) && decode.some(holds)));
+    const holds = (leg: KvLeg) => (engine: Engine) =>
+      engine.kvNeed(request, now, leg) <= engine.kvCapacityTokens;
+    return !(mixed.some(holds('whole')) || (prefill.some(holds('prefill')) && decode.some(holds('decode'))));
+  };
+
+  /**
+   * The instance of decision `d` too small for `request` (in a fleet of mixed KV sizes a policy may
+   * choose one), or undefined: the prefill instance for its prompt, the decode instance named at
+   * arrival for its decode, the one instance for a colocated request. Placements the checks below
+   * refuse (an instance removed, draining or of the wrong role) are left to them.
+   */
+  const tooSmall = (d: RouteDecision, request: EngineRequest, now: number): InstanceId | undefined => {
+    const short = (i: InstanceId, leg: KvLeg) =>
+      standing[i] === 'active' && engines[i]!.kvNeed(request, now, leg) > engines[i]!.kvCapacityTokens;
+    const split = disaggregated && (d.decode !== undefined || roles[d.instance] !== 'mixed');
+    if (!split) return short(d.instance, 'whole') ? d.instance : undefined;
+    if (roles[d.instance] === 'prefill' && short(d.instance, 'prefill')) return d.instance;
+    if (typeof d.decode === 'number' && roles[d.decode] !== 'prefill' && short(d.decode, 'decode'))
+      return d.decode;
+    return undefined;
   };
 
   /** The policy placed a leg of `id` on `instance`, which must be present and have `roleWanted`. */
@@ -699,6 +720,21 @@ export function simulate(options: SimulatorOptions): SimResult {
         );
         // A policy may borrow an instance for this very request (Splitwise's mixed pool).
         takeFleetRequests(e.time);
+        const small = tooSmall(d, whole, e.time);
+        if (small !== undefined) {
+          // The instance refuses it, as a replica answers 400 past its context length: the policy is
+          // told it failed, and the run goes on.
+          predictions?.forget(r.id);
+          policy.requestFailed(r.id, e.time);
+          refused.push({
+            id: r.id,
+            arrival: r.arrival,
+            promptTokens: r.tokens.length,
+            outputTokens: r.outputTokens,
+            instance: small,
+          });
+          break;
+        }
         const record: SimRecord = {
           id: r.id,
           workload: r.workload,

@@ -13,12 +13,17 @@ import { simulate } from '../../src/sim/simulator.ts';
 import type { WorkloadRequest } from '../../src/workloads/types.ts';
 import { seq, simpleCostModel } from '../helpers/simple-cost-model.ts';
 
-/** Records what each route call is told. */
+/** Records what each route call is told, and each request it is told failed. */
 class RouteSpy extends RoundRobinPolicy {
   readonly seen: string[] = [];
+  readonly failed: string[] = [];
   override route(request: RouteRequest, now: number) {
     this.seen.push(request.id);
     return super.route(request, now);
+  }
+  override requestFailed(id: string, now: number) {
+    this.failed.push(id);
+    super.requestFailed(id, now);
   }
 }
 
@@ -161,4 +166,66 @@ test("a decode-role engine's need is its decode as adopt takes it (no-preempt re
     /needs 301 KV tokens/,
   );
   assert.equal(engine.kvNeed({ ...request, id: 'e', maxTokens: 102 }, 0), 301);
+});
+
+test('in a fleet of mixed KV sizes, the instance chosen too small refuses the request; the policy is told it failed', () => {
+  const policy = new RouteSpy();
+  // Round robin alternates 0, 1, 0, 1: instance 0 (300 tokens) cannot hold a 500-token prompt, 1 (1,000) can.
+  const requests: WorkloadRequest[] = [500, 100, 500, 500].map((prompt, k) => ({
+    id: `r${k}`,
+    arrival: k * 0.5,
+    tokens: seq(prompt, 1000 * k),
+    outputTokens: 4,
+    workload: 'test',
+  }));
+  // Before: the engine threw "needs 503 KV tokens, more than the capacity of 300" and the run ended.
+  const result = simulate({
+    policy,
+    instances: 2,
+    costModel: simpleCostModel(300),
+    fleet: [
+      { costModel: simpleCostModel(300), role: 'mixed' },
+      { costModel: simpleCostModel(1000), role: 'mixed' },
+    ],
+    requests,
+  });
+  assert.deepEqual(
+    result.refused.map((r) => [r.id, r.instance]),
+    [
+      ['r0', 0],
+      ['r2', 0],
+    ],
+  );
+  assert.deepEqual(policy.failed, ['r0', 'r2']);
+  assert.deepEqual(
+    result.records.map((r) => [r.id, r.instance]),
+    [
+      ['r1', 1],
+      ['r3', 1],
+    ],
+  );
+});
+
+test('a decode instance named at arrival too small for the decode refuses it (Splitwise, mixed sizes)', () => {
+  const big = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
+  const small = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 1_000 });
+  const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
+  const policy = createGlobalPolicy('splitwise', { costModel: big });
+  const result = simulate({
+    policy,
+    instances: 3,
+    costModel: big,
+    fleet: [
+      { costModel: big, role: 'prefill' },
+      { costModel: small, role: 'decode' },
+      { costModel: big, role: 'decode' },
+    ],
+    engine: { queuePolicy: 'fcfs' },
+    kvTransfer: { placement: { nodeOf: (i) => i, nodeLink: link, network: link }, mode: 'serialized' },
+    requests: [{ id: 'long', arrival: 0, tokens: seq(2_000, 1), outputTokens: 8, workload: 'test' }],
+  });
+  assert.deepEqual(
+    result.refused.map((r) => [r.id, r.instance]),
+    [['long', 1]],
+  );
 });
