@@ -48,7 +48,7 @@ export function simTable(reports: readonly SimReport[]): string {
   );
 }
 
-/** Requests refused at arrival (too large for any instance's KV), said under the table; '' when none. */
+/** Requests refused at arrival (too large for every instance, or the one chosen), said under the table; '' when none. */
 function refusedNote(reports: readonly SimReport[]): string {
   const refused = reports.filter((r) => (r.refused ?? 0) > 0);
   if (refused.length === 0) return '';

@@ -90,6 +90,11 @@ const IDLE: Iteration = Object.freeze({
 
 const NONE_READY: readonly EngineKvReady[] = Object.freeze([]);
 
+/** What part of a request an engine would hold (`Engine.kvNeed`). */
+export type KvLeg = 'whole' | 'prefill' | 'decode';
+
+const defaultLeg: Record<Role, KvLeg> = { mixed: 'whole', prefill: 'prefill', decode: 'decode' };
+
 /**
  * An emulated model instance (vLLM/SGLang-like), pure and clock-agnostic: `step(now)` forms the next
  * batch and runs one iteration; the caller advances its clock by the returned duration.
@@ -144,11 +149,6 @@ const NONE_READY: readonly EngineKvReady[] = Object.freeze([]);
  * - Held KV may leave waiting requests unable to run while nothing else runs: the engine is then
  *   stalled, `hasWork()` is false and `step` idles, until `releaseKv`, `abort`, `submit` or `adopt`.
  */
-/** What part of a request an engine would hold (`Engine.kvNeed`). */
-export type KvLeg = 'whole' | 'prefill' | 'decode';
-
-const defaultLeg: Record<Role, KvLeg> = { mixed: 'whole', prefill: 'prefill', decode: 'decode' };
-
 export class Engine {
   readonly costModel: CostModel;
   readonly kvCapacityTokens: number;

@@ -433,7 +433,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       standing[i] === 'active' && engines[i]!.kvNeed(request, now, leg) > engines[i]!.kvCapacityTokens;
     const split = disaggregated && (d.decode !== undefined || roles[d.instance] !== 'mixed');
     if (!split) return short(d.instance, 'whole') ? d.instance : undefined;
-    if (roles[d.instance] === 'prefill' && short(d.instance, 'prefill')) return d.instance;
+    if (roles[d.instance] !== 'decode' && short(d.instance, 'prefill')) return d.instance;
     if (typeof d.decode === 'number' && roles[d.decode] !== 'prefill' && short(d.decode, 'decode'))
       return d.decode;
     return undefined;

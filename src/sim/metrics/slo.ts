@@ -16,7 +16,7 @@ export interface SloAttainment {
 /**
  * Shares of ALL records meeting the SLO: an unfinished request meets neither target (it would
  * otherwise flatter an overloaded run), nor do the `refused` requests that were never placed (no
- * record; too large for any instance). A request with one output token has no TPOT and meets that
+ * record; too large for every instance, or the one chosen). A request with one output token has no TPOT and meets that
  * target trivially. Meeting means `<=`. No requests: every share is 0.
  */
 export function sloAttainment(records: readonly RequestRecord[], slo: Slo, refused = 0): SloAttainment {
