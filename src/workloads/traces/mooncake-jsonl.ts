@@ -59,7 +59,9 @@ export function* parseMooncakeJsonl(
     }
     if (timestampMs < previousMs) {
       const previous = previousMs / format.msPerTimestampUnit;
-      fail(`timestamp ${timestamp} goes back in time (previous ${previous})`);
+      fail(
+        `timestamp ${timestamp} goes back in time (previous ${previous}); rows must be in time order: jq -c -s 'sort_by(.timestamp)[]' FILE sorts them`,
+      );
     }
     previousMs = timestampMs;
     yield { timestampMs, inputLength, outputLength, hashIds, lineNumber };

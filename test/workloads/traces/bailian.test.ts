@@ -51,7 +51,7 @@ describe('bailian trace (Qwen-Bailian JSONL)', () => {
     );
     assert.throws(
       () => [...mooncakeRequests(`${row(2.5, 16, [0])}\n${row(1.5, 16, [1])}`, { seed: 1 }, BAILIAN_FORMAT)],
-      /bailian trace line 2: timestamp 1.5 goes back in time \(previous 2.5\)/,
+      /bailian trace line 2: timestamp 1.5 goes back in time \(previous 2.5\); rows must be in time order: jq -c -s 'sort_by\(\.timestamp\)\[\]' FILE sorts them/,
     );
   });
 
