@@ -36,12 +36,14 @@ export function workloadStream(
  * The first `requests` rows of a trace workload, read once: how many there are (a run has fewer
  * requests than asked where the trace is shorter) and their own mean arrival rate to three decimals
  * (what a replay at the trace's own timing runs at, and labels it). Undefined for a generator. Fails
- * in one line when those rows all arrive at one instant: then there is no rate to replay or re-time to.
+ * in one line when it has no rows, or when those rows all arrive at one instant: then there is no
+ * rate to replay or re-time to.
  */
 export function traceWindow(workload: string, requests: number): { rows: number; rate: number } | undefined {
   const spec = parseWorkloadSpec(workload);
   if (spec.kind === 'generator' || spec.kind === 'synthetic') return undefined;
   const arrivals = traceArrivals(spec, { limit: requests });
+  if (arrivals.length === 0) throw new Error(`${workload}: the trace has no rows`);
   const rate = meanRate(arrivals);
   if (Number.isNaN(rate))
     throw new Error(

@@ -433,6 +433,13 @@ test('preble sim replays a trace at its own timing without --rps, and re-times i
   assert.notEqual(none.code, 0);
   assert.match(none.stderr, /6 rows arrive at one instant, so it has no rate/);
   assert.equal(none.stderr.trim().split('\n').length, 1, none.stderr);
+
+  // A file with no rows (blank lines only) says so (before: "its 0 rows arrive at one instant").
+  const empty = join(dir, 'empty.jsonl');
+  writeFileSync(empty, '\n\n');
+  const nothing = await runCli(['sim', '--workload', `mooncake:${empty}`]);
+  assert.notEqual(nothing.code, 0);
+  assert.equal(nothing.stderr.trim(), `preble: mooncake:${empty}: the trace has no rows`);
 });
 
 test('preble sim refuses a trace row too large for any instance, says so under the table, and runs the rest', async () => {

@@ -83,9 +83,11 @@ export function traceArrivals(
 
 function scaleToRate(trace: TraceSpec, text: string, window: TraceWindow, rps: number): number {
   if (!(rps > 0) || !Number.isFinite(rps)) throw new Error(`rps must be a positive number, got ${rps}`);
-  const rate = meanRate(arrivalsOf(trace.kind, text, { ...window, scale: 1 }));
+  const arrivals = arrivalsOf(trace.kind, text, { ...window, scale: 1 });
+  const rate = meanRate(arrivals);
   if (Number.isNaN(rate)) {
-    throw new Error(`cannot re-time ${trace.kind}:${trace.path} to ${rps} req/s: its window spans no time`);
+    const why = arrivals.length === 0 ? 'it has no rows' : 'its window spans no time';
+    throw new Error(`cannot re-time ${trace.kind}:${trace.path} to ${rps} req/s: ${why}`);
   }
   return rps / rate;
 }

@@ -105,4 +105,15 @@ describe('mooncake trace', () => {
     writeFileSync(path, `${trace}\n`);
     assert.equal([...readMooncakeFile(path, { seed: 1, limit: 3 })].length, 3);
   });
+
+  it('reads a file that starts with a byte-order mark and ends its lines with CRLF', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'preble-mooncake-')), 'trace.jsonl');
+    // Before: "mooncake trace line 1: not valid JSON (Unexpected token ...)".
+    writeFileSync(path, `\ufeff${trace.replaceAll('\n', '\r\n')}\r\n`);
+    const requests = [...readMooncakeFile(path, { seed: 1 })];
+    assert.deepEqual(
+      requests.map((r) => r.tokens),
+      [...mooncakeRequests(trace, { seed: 1 })].map((r) => r.tokens),
+    );
+  });
 });

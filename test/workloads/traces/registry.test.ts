@@ -84,5 +84,11 @@ describe('trace files', () => {
       () => traceRequests({ kind: 'azure', path: azure }, { seed: 1, rps: 1, requests: 1 }),
       /spans no time/,
     );
+    const empty = join(mkdtempSync(join(tmpdir(), 'preble-empty-')), 'empty.jsonl');
+    writeFileSync(empty, '\n');
+    assert.throws(
+      () => traceArrivals({ kind: 'mooncake', path: empty }, { rps: 1 }),
+      /cannot re-time mooncake:.*empty\.jsonl to 1 req\/s: it has no rows/,
+    );
   });
 });
