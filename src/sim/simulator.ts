@@ -417,10 +417,17 @@ export function simulate(options: SimulatorOptions): SimResult {
     const decode = [...active('decode'), ...mixed];
     // No instance to take it at all: not a question of size (routing says what is wrong).
     if (mixed.length === 0 && (prefill.length === 0 || decode.length === 0)) return false;
-    const holds = (leg: KvLeg) => (engine: Engine) =>
-      engine.kvNeed(request, now, leg) <= engine.kvCapacityTokens;
-    return !(mixed.some(holds('whole')) || (prefill.some(holds('prefill')) && decode.some(holds('decode'))));
+    const any = (list: Engine[], leg: KvLeg) => list.some((e) => holds(e, request, leg, now));
+    return !(any(mixed, 'whole') || (any(prefill, 'prefill') && any(decode, 'decode')));
   };
+
+  /** Whether `engine` could ever hold `leg` of `request` in its KV. */
+  const holds = (engine: Engine, request: EngineRequest, leg: KvLeg, now: number): boolean =>
+    engine.kvNeed(request, now, leg) <= engine.kvCapacityTokens;
+
+  /** Decision `d` runs the request in two legs: its prefill on `d.instance`, its decode elsewhere. */
+  const splitsLegs = (d: RouteDecision): boolean =>
+    disaggregated && (d.decode !== undefined || roles[d.instance] !== 'mixed');
 
   /**
    * The instance of decision `d` too small for `request` (in a fleet of mixed KV sizes a policy may
@@ -428,10 +435,14 @@ export function simulate(options: SimulatorOptions): SimResult {
    * arrival for its decode, the one instance for a colocated request. Placements the checks below
    * refuse (an instance removed, draining or of the wrong role) are left to them.
    */
-  const tooSmall = (d: RouteDecision, request: EngineRequest, now: number): InstanceId | undefined => {
+  const tooSmall = (
+    d: RouteDecision,
+    split: boolean,
+    request: EngineRequest,
+    now: number,
+  ): InstanceId | undefined => {
     const short = (i: InstanceId, leg: KvLeg) =>
-      standing[i] === 'active' && engines[i]!.kvNeed(request, now, leg) > engines[i]!.kvCapacityTokens;
-    const split = disaggregated && (d.decode !== undefined || roles[d.instance] !== 'mixed');
+      standing[i] === 'active' && !holds(engines[i]!, request, leg, now);
     if (!split) return short(d.instance, 'whole') ? d.instance : undefined;
     if (roles[d.instance] !== 'decode' && short(d.instance, 'prefill')) return d.instance;
     if (typeof d.decode === 'number' && roles[d.decode] !== 'prefill' && short(d.decode, 'decode'))
@@ -720,7 +731,8 @@ export function simulate(options: SimulatorOptions): SimResult {
         );
         // A policy may borrow an instance for this very request (Splitwise's mixed pool).
         takeFleetRequests(e.time);
-        const small = tooSmall(d, whole, e.time);
+        const split = splitsLegs(d);
+        const small = tooSmall(d, split, whole, e.time);
         if (small !== undefined) {
           // The instance refuses it, as a replica answers 400 past its context length: the policy is
           // told it failed, and the run goes on.
@@ -766,7 +778,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           throw new Error(
             `policy ${policy.name} routed '${r.id}' to instance ${d.instance}, which is ${standing[d.instance] === 'removed' ? 'removed' : 'draining'}`,
           );
-        if (disaggregated && (d.decode !== undefined || roles[d.instance] !== 'mixed')) {
+        if (split) {
           if (d.decode === undefined) throw new Error(colocatedOnDisaggregatedFleet(policy.name));
           checkPlacement('prefill', r.id, d.instance, roles[d.instance] === 'prefill');
           if (d.decode !== 'at-kv-ready') {
