@@ -482,6 +482,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   }
 
   override requestFirstToken(id: string, now: number): void {
+    super.requestFirstToken(id, now);
     const f = this.flights.get(id);
     if (f === undefined || f.queuedPrefill < 0) return;
     this.prefillDone(f);
