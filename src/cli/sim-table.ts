@@ -48,7 +48,7 @@ export function simTable(reports: readonly SimReport[]): string {
   );
 }
 
-/** Requests refused at arrival (too large for every instance, or the one chosen), said under the table; '' when none. */
+/** Requests refused (too large for every instance, or for the one chosen), said under the table; '' when none. */
 function refusedNote(reports: readonly SimReport[]): string {
   const refused = reports.filter((r) => (r.refused ?? 0) > 0);
   if (refused.length === 0) return '';
@@ -57,5 +57,5 @@ function refusedNote(reports: readonly SimReport[]): string {
     counts.size === 1
       ? `${refused[0]!.refused} of ${refused[0]!.requests} requests in every run`
       : refused.map((r) => `${r.policy} @ ${fixed(r.rps, 3)}: ${r.refused} of ${r.requests}`).join(', ');
-  return `\n\nrefused at arrival, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure above): ${which}`;
+  return `\n\nrefused, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure above): ${which}`;
 }

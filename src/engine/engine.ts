@@ -287,12 +287,12 @@ export class Engine {
   kvNeed(request: EngineRequest, now: number, leg: KvLeg = defaultLeg[this.role]): number {
     if (leg === 'decode') {
       // It arrives as `adopt` takes it: KV for its prompt, one token generated.
-      const r = this.newRequest(request, now);
+      const r = this.newRequest(request, now, true);
       if (r.outputTokens <= 1) return r.prompt.length;
       this.asAdopted(r, 1);
       return this.adoptedNeed(r);
     }
-    return this.needOf(this.newLeg(request, now, leg === 'prefill'));
+    return this.needOf(this.newLeg(request, now, leg === 'prefill', true));
   }
 
   /** A new request as adopted with `generated` tokens out: its KV holds its prompt and all but the last. */
@@ -309,8 +309,13 @@ export class Engine {
   }
 
   /** A new request's state, for its prefill leg only when `stopAfterPrefill`. */
-  private newLeg(request: EngineRequest, now: number, stopAfterPrefill: boolean): RequestState {
-    const r = this.newRequest(request, now);
+  private newLeg(
+    request: EngineRequest,
+    now: number,
+    stopAfterPrefill: boolean,
+    query = false,
+  ): RequestState {
+    const r = this.newRequest(request, now, query);
     if (stopAfterPrefill) {
       // Its output grows elsewhere: here it yields only its first token, which takes no KV growth.
       r.stopAfterPrefill = true;
@@ -1195,9 +1200,13 @@ export class Engine {
     r.chunk = 0;
   }
 
-  /** A request's state from what a client sent: ids, prompt and output counts checked. */
-  private newRequest(request: EngineRequest, now: number): RequestState {
-    if (this.byId.has(request.id)) throw new Error(`engine: request '${request.id}' is already here`);
+  /**
+   * A request's state from what a client sent: ids, prompt and output counts checked. `query`: only
+   * to size it (`kvNeed`), so an id already here (its prefill leg, asked about its decode) is no error.
+   */
+  private newRequest(request: EngineRequest, now: number, query = false): RequestState {
+    if (!query && this.byId.has(request.id))
+      throw new Error(`engine: request '${request.id}' is already here`);
     const promptLength = request.tokens.length;
     if (promptLength === 0) throw new Error(`engine: request '${request.id}' has an empty prompt`);
     if (!Number.isInteger(request.outputTokens) || request.outputTokens < 0) {

@@ -56,7 +56,7 @@ export function renderReport(
       );
     if (inPanel.some((c) => (c.report.refused ?? 0) > 0))
       lines.push(
-        `Refused at arrival, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure below): ${rates.map((x) => refusedAt(inPanel.filter((c) => c.report.rps === x))).join('; ')}.`,
+        `Refused, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure below): ${rates.map((x) => refusedAt(inPanel.filter((c) => c.report.rps === x))).join('; ')}.`,
         '',
       );
     lines.push(`| series | ${rates.map((x) => `${x} rps: mean / p99 latency`).join(' | ')} |`);

@@ -111,9 +111,9 @@ export interface SimReport {
   readonly requests: number;
   readonly completed: number;
   /**
-   * Only when some were: requests refused at arrival because no instance could hold their prompt and
-   * output in its KV (a server's context-length refusal); counted in `requests`, not in `completed`
-   * or any latency figure.
+   * Only when some were: requests refused because no instance could hold their prompt and output in
+   * its KV, or the one the policy chose could not (a server's context-length refusal; `SimResult.refused`);
+   * counted in `requests`, not in `completed` or any latency figure.
    */
   readonly refused?: number;
   readonly latency: PercentileSummary;

@@ -147,14 +147,16 @@ export interface SimResult {
   /** Live migrations, step by step, in order: present when the policy asks for migrations. */
   readonly migrationLog?: MigrationLogEntry[];
   /**
-   * Requests refused at arrival, never placed: no active instance could hold their prompt and output
-   * in its KV (`refusedAtDoor`), or the one the policy chose could not (`tooSmall`; the policy is told
-   * `requestFailed`), as a server refuses a request past its context length. Not in `records`.
+   * Requests refused, never served: at arrival because no active instance could hold their prompt and
+   * output in its KV (`refusedAtDoor`) or the one the policy chose could not (`tooSmall`), or after
+   * their prefill because the decode instance picked when the KV was ready could not
+   * (`refuseAtKvReady`); the policy is told `requestFailed` when it had placed them. As a server refuses
+   * a request past its context length. Not in `records`.
    */
   readonly refused: RefusedRequest[];
 }
 
-/** A request the simulator refused at arrival (`SimResult.refused`). */
+/** A request the simulator refused (`SimResult.refused`). */
 export interface RefusedRequest {
   readonly id: string;
   readonly arrival: number;
@@ -162,6 +164,11 @@ export interface RefusedRequest {
   readonly outputTokens: number;
   /** Refused by the instance the policy chose, too small for it (absent: no instance could hold it). */
   readonly instance?: InstanceId;
+  /**
+   * Its prefill ran here before `instance`, the decode instance the policy picked when the KV was
+   * ready (`'at-kv-ready'`), refused its decode. Absent: refused at arrival.
+   */
+  readonly prefilledOn?: InstanceId;
 }
 
 type SimEvent =
@@ -460,6 +467,34 @@ export function simulate(options: SimulatorOptions): SimResult {
       );
   };
 
+  /**
+   * The decode instance picked when the KV was ready is too small for the request's decode (a fleet of
+   * mixed KV sizes): it refuses it, as a decode server answers 400, after the prefill ran. The prefill
+   * instance lets the KV go (the prompt stays in its cache), the policy is told `requestFailed`, and the
+   * request leaves the records for `refused`, like one the instance chosen at arrival refuses.
+   */
+  const refuseAtKvReady = (j: Journey, prefill: InstanceId, decode: InstanceId, end: number) => {
+    const id = j.request.id;
+    engines[prefill]!.releaseKv(id);
+    journeys.delete(id);
+    byId.delete(id);
+    records.splice(records.indexOf(j.record), 1);
+    predictions?.forget(id);
+    if (migrator !== undefined) requestsInFlight.delete(id);
+    inFlight--;
+    policy.requestFailed(id, end);
+    refused.push({
+      id,
+      arrival: j.record.arrival,
+      promptTokens: j.record.promptTokens,
+      outputTokens: j.record.outputTokens,
+      instance: decode,
+      prefilledOn: prefill,
+    });
+    runners[prefill]!.kick();
+    settle(prefill, end);
+  };
+
   /** A prefill leg ended on `prefill`: tell the policy, pick the decode instance, move the KV. */
   const kvReady = (prefill: InstanceId, kv: EngineKvReady, end: number) => {
     const j = journeys.get(kv.id)!;
@@ -472,6 +507,10 @@ export function simulate(options: SimulatorOptions): SimResult {
         );
       decode = policy.routeDecode(kv.id, prefill, kv.kvTokens, end);
       checkPlacement('decode', kv.id, decode, roles[decode] === 'decode' || roles[decode] === 'mixed');
+      if (!holds(engines[decode]!, j.request, 'decode', end)) {
+        refuseAtKvReady(j, prefill, decode, end);
+        return;
+      }
       bound[decode]!++;
     } else decode = j.decode;
     j.kv = kv;

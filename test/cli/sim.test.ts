@@ -464,6 +464,6 @@ test('preble sim refuses a trace row too large for any instance, says so under t
   assert.equal(text.code, 0, text.stderr);
   assert.match(
     text.stdout,
-    /refused at arrival, their prompt and output larger than the KV of every instance or of the one chosen \(left out of every figure above\): 1 of 4 requests in every run/,
+    /refused, their prompt and output larger than the KV of every instance or of the one chosen \(left out of every figure above\): 1 of 4 requests in every run/,
   );
 });

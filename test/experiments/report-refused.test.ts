@@ -7,7 +7,7 @@ import type { Cell, Experiment } from '../../src/experiments/types.ts';
 import type { WorkloadRequest } from '../../src/workloads/types.ts';
 import { seq } from '../helpers/simple-cost-model.ts';
 
-test("an experiment's report says how many requests of a panel were refused at arrival", () => {
+test("an experiment's report says how many requests of a panel were refused", () => {
   // 300 tokens of KV per instance: the 400-token prompt fits none.
   const requests = (): WorkloadRequest[] =>
     [100, 400, 200].map((prompt, k) => ({
@@ -41,7 +41,7 @@ test("an experiment's report says how many requests of a panel were refused at a
   const { markdown } = renderReport(experiment, results, { command: 'test' });
   assert.match(
     markdown,
-    /Refused at arrival, their prompt and output larger than the KV of every instance or of the one chosen \(left out of every figure below\): 2 rps: 1 of 3\./,
+    /Refused, their prompt and output larger than the KV of every instance or of the one chosen \(left out of every figure below\): 2 rps: 1 of 3\./,
   );
   // Series that refused different counts are each named.
   const mixed = runCells([cell('round-robin'), cell('e2-plus', 1000)]);

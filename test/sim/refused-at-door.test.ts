@@ -206,26 +206,82 @@ test('in a fleet of mixed KV sizes, the instance chosen too small refuses the re
   );
 });
 
+// One prefill instance and two decode instances, 1 with 1,000 KV tokens and 2 with 40,000.
+const big = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
+const small = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 1_000 });
+const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
+const mixedSizeDecodes = {
+  instances: 3,
+  costModel: big,
+  fleet: [
+    { costModel: big, role: 'prefill' as const },
+    { costModel: small, role: 'decode' as const },
+    { costModel: big, role: 'decode' as const },
+  ],
+  kvTransfer: {
+    placement: { nodeOf: (i: number) => i, nodeLink: link, network: link },
+    mode: 'serialized' as const,
+  },
+};
+
 test('a decode instance named at arrival too small for the decode refuses it (Splitwise, mixed sizes)', () => {
-  const big = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
-  const small = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 1_000 });
-  const link: KvLink = { class: 'infiniband-200', bandwidth: 25e9, latency: 10e-6 };
   const policy = createGlobalPolicy('splitwise', { costModel: big });
   const result = simulate({
     policy,
-    instances: 3,
-    costModel: big,
-    fleet: [
-      { costModel: big, role: 'prefill' },
-      { costModel: small, role: 'decode' },
-      { costModel: big, role: 'decode' },
-    ],
+    ...mixedSizeDecodes,
     engine: { queuePolicy: 'fcfs' },
-    kvTransfer: { placement: { nodeOf: (i) => i, nodeLink: link, network: link }, mode: 'serialized' },
     requests: [{ id: 'long', arrival: 0, tokens: seq(2_000, 1), outputTokens: 8, workload: 'test' }],
   });
   assert.deepEqual(
     result.refused.map((r) => [r.id, r.instance]),
     [['long', 1]],
   );
+});
+
+test('a decode instance picked when the KV is ready, too small for the decode, refuses it after the prefill (DistServe, mixed sizes)', () => {
+  const policy = createGlobalPolicy('distserve', { costModel: big });
+  const failed: string[] = [];
+  const requestFailed = policy.requestFailed.bind(policy);
+  policy.requestFailed = (id, now) => {
+    failed.push(id);
+    requestFailed(id, now);
+  };
+  // Ties rotate over the decode instances 1 (1,000 tokens) and 2 (40,000): 'long' goes to 1 and is
+  // refused there once prefilled, 'short' to 2, 'fits' (prompt and output 1,000 - 1) to 1.
+  const requests: WorkloadRequest[] = [
+    ['long', 2_000],
+    ['short', 100],
+    ['fits', 992],
+  ].map(([id, prompt], k) => ({
+    id: id as string,
+    arrival: k * 5,
+    tokens: seq(prompt as number, 10_000 * k),
+    outputTokens: 8,
+    workload: 'test',
+  }));
+  // Before: the decode engine threw "needs 2007 KV tokens, more than the capacity of 1000" and the run ended.
+  const result = simulate({ policy, ...mixedSizeDecodes, requests });
+  assert.deepEqual(
+    result.refused.map((r) => [r.id, r.instance, r.prefilledOn]),
+    [['long', 1, 0]],
+  );
+  assert.deepEqual(failed, ['long']);
+  assert.deepEqual(
+    result.records.map((r) => [r.id, r.decodeInstance, r.finish > 0]),
+    [
+      ['short', 2, true],
+      ['fits', 1, true],
+    ],
+  );
+  // The prefill instance let the refused request's KV go; its prompt stays cached there.
+  assert.equal(result.engines[0]!.heldKvTokens, 0);
+});
+
+test('kvNeed sizes a request the engine already holds (its prefill leg, asked about its decode) without refusing the id', () => {
+  const engine = new Engine({ costModel: simpleCostModel(300), queuePolicy: 'fcfs' });
+  const request = { id: 'here', tokens: seq(100, 1), outputTokens: 20 };
+  engine.submit(request, 0, { stopAfterPrefill: true });
+  // Before: "engine: request 'here' is already here" (a prefill instance turned decode picked for its own leg).
+  assert.equal(engine.kvNeed(request, 0, 'decode'), 119);
+  assert.throws(() => engine.submit(request, 0), /already here/);
 });
