@@ -3,6 +3,7 @@
  * All times are in seconds; token sequences are typed arrays, never arrays of objects.
  */
 
+import type { CostModel } from './cost-model/types.ts';
 import type { TransferMode } from './fleet/kv-link.ts';
 
 /** Token ids of a prompt. */
@@ -99,6 +100,12 @@ export interface InstanceInfo {
   readonly exclusivePrefixes?: boolean;
   /** The instance's role; absent means `mixed` (every colocated fleet). */
   readonly role?: Role;
+  /**
+   * The instance's own prefill and decode times, when known (the simulator knows each instance's
+   * hardware; a gateway does not): in a fleet of mixed GPUs a policy that prices time prices each
+   * instance with its own. Absent: the policy's cost model.
+   */
+  readonly costModel?: CostModel;
 }
 
 /**

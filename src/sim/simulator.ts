@@ -288,6 +288,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       i,
       {
         kvCapacityTokens: engines[i]!.snapshot().kvCapacityTokens,
+        costModel: instance.costModel,
         ...(options.exclusivePrefixes === true ? { exclusivePrefixes: true } : {}),
         ...role,
       },

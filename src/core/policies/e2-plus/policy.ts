@@ -70,6 +70,8 @@ interface InstanceState {
   windowRequests: number;
   /** Predicted prefill seconds of the live window entries routed here. */
   windowPrefill: number;
+  /** The instance's prefill and decode times: its own when the fleet says (`InstanceInfo.costModel`). */
+  model: CostModel;
 }
 
 /** Output-length sums over finished requests in the window. */
@@ -202,15 +204,15 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     now: number,
     arrivalShare = 0,
   ): E2PlusInstanceCost {
-    const model = this.options.costModel;
     const state = this.stateFor(instance);
+    const model = state.model;
     const batch = this.view.inflight(instance);
     const missed = promptTokens - matched;
     const prefill = model.prefillTime(missed, matched);
     const flights = state.queue.size + state.decoding.size;
     const withIt = this.options.instanceContexts
-      ? this.stepTime(batch + 1, (state.contextSum + context) / (flights + 1))
-      : this.stepTime(batch + 1, context);
+      ? stepTime(model, batch + 1, (state.contextSum + context) / (flights + 1))
+      : stepTime(model, batch + 1, context);
     let decode = out * withIt;
     let interference = 0;
     const queued = this.queuedAhead(state, matched, now);
@@ -221,7 +223,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       // The instance's own decode step (its requests' contexts, not r's): the step without r under
       // instanceContexts, and what paces the decodes r's prefill delays.
       const own = this.instanceStep(state, batch);
-      const without = this.options.instanceContexts ? (batch > 0 ? own : 0) : this.stepTime(batch, context);
+      const without = this.options.instanceContexts ? (batch > 0 ? own : 0) : stepTime(model, batch, context);
       decode += w * batch * out * Math.max(0, withIt - without);
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
       // and those arriving while r waits queue behind it.
@@ -235,6 +237,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     let eviction = 0;
     if (this.options.evictionCost && state.windowRequests > 0) {
       this.victimPricing.requests = state.windowRequests;
+      this.victimPricing.model = model;
       eviction =
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
@@ -308,7 +311,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   /** One decode iteration of the instance's own batch at its requests' mean context. */
   private instanceStep(state: InstanceState, batch: number): number {
     const flights = state.queue.size + state.decoding.size;
-    return this.stepTime(Math.max(1, batch), flights > 0 ? state.contextSum / flights : 0);
+    return stepTime(state.model, Math.max(1, batch), flights > 0 ? state.contextSum / flights : 0);
   }
 
   /**
@@ -351,18 +354,6 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (this.firstRouted === undefined) return 0;
     const covered = Math.max(1, Math.min(this.options.windowSeconds, now - this.firstRouted));
     return Math.min(this.options.maxPrefillShare, state.windowPrefill / covered);
-  }
-
-  /** Seconds of one decode iteration for `batch` requests at `context` tokens each. */
-  private stepTime(batch: number, context: number): number {
-    if (batch <= 0) return 0;
-    const seq = batch * (context + 1);
-    return this.options.costModel.iterationTime({
-      requests: batch,
-      newTokens: batch,
-      seqTokens: seq,
-      newTimesSeq: seq,
-    });
   }
 
   private better(cost: number, instance: InstanceId, bestCost: number, bestInstance: InstanceId): boolean {
@@ -544,7 +535,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 
   override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number): void {
     super.instanceAdded(instance, info, now);
-    this.stateFor(instance);
+    this.stateFor(instance).model = info.costModel ?? this.options.costModel;
   }
 
   protected get treeCostModel(): CostModel {
@@ -596,6 +587,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         contextSum: 0,
         windowRequests: 0,
         windowPrefill: 0,
+        model: this.options.costModel,
       };
       this.states[instance] = s;
     }
@@ -606,4 +598,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
 /** Take a flight that left the instance's queue or decoding set out of its context sum (exactly 0 once empty). */
 function dropContext(state: InstanceState, f: Flight): void {
   state.contextSum = state.queue.size + state.decoding.size === 0 ? 0 : state.contextSum - f.context;
+}
+
+/** Seconds of one decode iteration on `model` for `batch` requests at `context` tokens each. */
+function stepTime(model: CostModel, batch: number, context: number): number {
+  if (batch <= 0) return 0;
+  const seq = batch * (context + 1);
+  return model.iterationTime({ requests: batch, newTokens: batch, seqTokens: seq, newTimesSeq: seq });
 }

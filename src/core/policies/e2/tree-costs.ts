@@ -14,14 +14,15 @@ import { BasePolicy } from '../base-policy.ts';
 /**
  * E2's eviction-cost price of one LRU victim: PrefillTime(evicted tokens, at their context) x N_j,
  * N_j = the victim's windowed requests on the instance over the instance's (`requests`, set per call:
- * one function for all decisions, no closure allocated per decision). Shared by e2 and e2-plus.
+ * one function for all decisions, no closure allocated per decision), on the instance's cost model
+ * (`model`, set per call where instances differ). Shared by e2 and e2-plus.
  */
 export class WindowShareVictimPricing {
   requests = 1;
-  constructor(private readonly costModel: CostModel) {}
+  constructor(public model: CostModel) {}
   readonly price = (node: ClusterNode, tokens: number, slot: InstanceSlot): number => {
     if (slot.windowCount === 0) return 0;
-    return this.costModel.prefillTime(tokens, node.endLen - tokens) * (slot.windowCount / this.requests);
+    return this.model.prefillTime(tokens, node.endLen - tokens) * (slot.windowCount / this.requests);
   };
 }
 

@@ -335,3 +335,24 @@ test("instanceContexts: r's decode step is the instance's, at its flights' conte
     close(cost(r, 0).decode, 45 * withIt + 45 * (withIt - without), `instanceContexts ${instanceContexts}`);
   }
 });
+
+test('a fleet of mixed GPUs: each instance is priced with its own cost model (InstanceInfo.costModel)', () => {
+  const slow = simpleCostModel();
+  // Twice as fast: half the prefill and half the decode step.
+  const fast = {
+    ...slow,
+    name: 'fast',
+    iterationTime: (b: BatchShape) => 0.0005 * b.newTokens,
+    prefillTime: (n: number) => (n > 0 ? 0.0005 * n : 0),
+  };
+  const p = new E2PlusPolicy({ costModel: slow, evictionCost: false, prefillShare: false });
+  p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+  p.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY, costModel: fast }, 0);
+  const d = route(p, seq(100, 0));
+  // Idle: P + out x step(1) = 0.1 + 45 x 0.001 on the policy's model, 0.05 + 45 x 0.0005 on the fast one.
+  close(cost(d, 0).total, 0.1 + 0.045, 'instance 0 on the policy model');
+  close(cost(d, 1).total, 0.05 + 0.0225, 'instance 1 on its own');
+  assert.equal(d.instance, 1, 'before: a tie on one model, to the lower id');
+  // Its queued prefill is the fast instance's: the next request waits 0.05 s there.
+  close(cost(route(p, seq(100, 1000)), 1).queued, 0.05, 'queued on instance 1');
+});
