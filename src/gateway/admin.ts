@@ -5,7 +5,7 @@ import type { Advice } from './advice/advisor.ts';
 import { bearerToken, isAdminKey, type KeyStore } from './auth.ts';
 import { type ReplicaConfig, type ReplicaRole, replicaSchema } from './config.ts';
 import { sendError } from './errors.ts';
-import type { Replica, ReplicaSet } from './replicas.ts';
+import { type Replica, type ReplicaSet, replicaHardware } from './replicas.ts';
 
 export interface AdminContext {
   readonly adminKey: string;
@@ -43,6 +43,8 @@ function describeReplica(r: Replica, now: number) {
     breaker: r.breaker.state(now),
     inflight: r.inflight,
     kvTokens: r.kvTokens,
+    /** Its hardware's cost-model preset, when configured; null: the gateway's. */
+    costModel: r.costModel?.name ?? null,
     /** The model pool it is in: a name, `*` (serves what no named pool does), or null (not known yet). */
     model: r.modelPool === undefined ? null : (r.modelPool.model ?? '*'),
   };
@@ -173,7 +175,7 @@ export type AddOutcome =
 
 /** Add a replica as POST /admin/replicas does: roles the policy can use, no URL twice. */
 export async function addReplica(ctx: ReplicaAdding, data: ReplicaConfig): Promise<AddOutcome> {
-  const { url, dialect, role, kvTokens, model, kvEvents } = data;
+  const { url, dialect, role, kvTokens, costModel, model, kvEvents } = data;
   const problem = ctx.checkRoles([...ctx.replicas.present().map((r) => r.role), role]);
   if (problem !== undefined) return { ok: false, status: 400, message: problem, code: 'invalid_role' };
   if (ctx.replicas.present().some((r) => r.url === new URL(url).origin))
@@ -182,7 +184,7 @@ export async function addReplica(ctx: ReplicaAdding, data: ReplicaConfig): Promi
     url,
     dialect,
     role,
-    kvTokens: kvTokens ?? ctx.defaultKvTokens,
+    ...replicaHardware(costModel, kvTokens, ctx.defaultKvTokens),
     model: model ?? ctx.defaultModel,
     kvEvents,
   });

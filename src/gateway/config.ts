@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { costModelPreset } from '../core/cost-model/presets.ts';
 import { checkPolicyOptions, isDisaggregatedPolicyName } from '../core/policies/registry.ts';
 import { firstIssue } from '../util/zod-issue.ts';
 import { adviceSchema } from './advice/config.ts';
@@ -18,6 +19,25 @@ const count = z.number().int().nonnegative();
 const positiveCount = z.number().int().positive();
 const secret = z.string().min(16, 'must be at least 16 characters');
 
+/** A cost-model preset's name, checked (the preset list is long: the message names two and the form). */
+const costModelName = z
+  .string()
+  .min(1)
+  .refine(
+    (name) => {
+      try {
+        costModelPreset(name);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    {
+      error:
+        'unknown cost-model preset (e.g. mistral-7b-a6000, llama2-7b-h100, or roofline:<model>@<gpu>[x<GPUs>] such as roofline:llama3-8b@h100)',
+    },
+  );
+
 /** One replica entry: also the body of the admin API's POST /admin/replicas. */
 export const replicaSchema = z
   .object({
@@ -27,6 +47,11 @@ export const replicaSchema = z
     role: z.enum(replicaRoles).default('mixed'),
     /** KV capacity in tokens, when it differs from the cost model's. */
     kvTokens: positiveCount.optional(),
+    /**
+     * Its hardware's cost-model preset, when it differs from the top-level `costModel` (a fleet of
+     * mixed GPUs): policies that price time (e2-plus) price it with this one; its KV capacity too.
+     */
+    costModel: costModelName.optional(),
     /** The model it serves; absent: the top-level `model`, else its own /v1/models says. */
     model: z.string().min(1).optional(),
     /** Its KV-cache event endpoint (vLLM's ZMQ PUB format), e.g. tcp://10.0.0.6:5557; absent: none. */
@@ -59,7 +84,7 @@ export const gatewayConfigSchema = z
     policy: z.string().min(1).default('e2'),
     /** The policy's options over its defaults (`preble sim --help` lists each policy's). */
     policyOptions: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])).default({}),
-    costModel: z.string().min(1).default('mistral-7b-a6000'),
+    costModel: costModelName.default('mistral-7b-a6000'),
     kvTokens: positiveCount.optional(),
     /** The model every replica without its own `model` serves; absent: each replica's /v1/models says. */
     model: z.string().min(1).optional(),
@@ -222,6 +247,7 @@ export function normalizeReplicas(config: GatewayConfig): {
   dialect: DialectName;
   role: ReplicaRole;
   kvTokens?: number;
+  costModel?: string;
   model?: string;
   kvEvents?: string;
 }[] {
@@ -230,6 +256,7 @@ export function normalizeReplicas(config: GatewayConfig): {
     dialect: r.dialect,
     role: r.role,
     ...(r.kvTokens === undefined ? {} : { kvTokens: r.kvTokens }),
+    ...(r.costModel === undefined ? {} : { costModel: r.costModel }),
     ...(r.model === undefined ? {} : { model: r.model }),
     ...(r.kvEvents === undefined ? {} : { kvEvents: r.kvEvents }),
   }));

@@ -1,4 +1,6 @@
 import { Pool } from 'undici';
+import { costModelPreset } from '../core/cost-model/presets.ts';
+import type { CostModel } from '../core/cost-model/types.ts';
 import type { GlobalPolicy } from '../core/types.ts';
 import { type BreakerOptions, CircuitBreaker } from './breaker.ts';
 import type { DialectName, ReplicaRole } from './config.ts';
@@ -31,6 +33,8 @@ export interface Replica {
   /** mixed: whole requests; prefill / decode: one leg of a disaggregated request (InstanceInfo.role). */
   readonly role: ReplicaRole;
   readonly kvTokens: number;
+  /** Its hardware's cost model, when configured (a fleet of mixed GPUs; InstanceInfo.costModel). */
+  readonly costModel: CostModel | undefined;
   /** Where the replica publishes its KV-cache events (vLLM's ZMQ format); undefined: none. */
   readonly kvEvents: string | undefined;
   readonly pool: Pool;
@@ -76,10 +80,26 @@ export interface NewReplica {
   /** Default mixed. */
   readonly role?: ReplicaRole | undefined;
   readonly kvTokens: number;
+  /** Its hardware's cost model, if it differs from the gateway's (`replicaHardware`). */
+  readonly costModel?: CostModel | undefined;
   /** The model it serves, if configured; else the gateway reads its /v1/models. */
   readonly model?: string | undefined;
   /** Its KV-cache event endpoint (`tcp://host:port`), if it publishes one. */
   readonly kvEvents?: string | undefined;
+}
+
+/**
+ * A replica's hardware from its entry: its cost-model preset, when named, and its KV tokens (given, else
+ * the preset's, else the gateway's default).
+ */
+export function replicaHardware(
+  preset: string | undefined,
+  kvTokens: number | undefined,
+  defaultKvTokens: number,
+): { costModel?: CostModel; kvTokens: number } {
+  if (preset === undefined) return { kvTokens: kvTokens ?? defaultKvTokens };
+  const costModel = costModelPreset(preset, kvTokens === undefined ? {} : { kvCapacityTokens: kvTokens });
+  return { costModel, kvTokens: costModel.kvCapacityTokens };
 }
 
 /**
@@ -110,6 +130,7 @@ export class ReplicaSet {
       dialect: dialectOf(spec.dialect),
       role: spec.role ?? 'mixed',
       kvTokens: spec.kvTokens,
+      costModel: spec.costModel,
       kvEvents: spec.kvEvents,
       pool: new Pool(parsed.origin, {
         connections: 64,
@@ -277,6 +298,7 @@ export class ReplicaSet {
         {
           kvCapacityTokens: replica.kvTokens,
           exclusivePrefixes: replica.dialect.exclusivePrefixes,
+          ...(replica.costModel === undefined ? {} : { costModel: replica.costModel }),
           // As the simulator registers them: mixed is the absent role.
           ...(replica.role === 'mixed' ? {} : { role: replica.role }),
         },

@@ -28,7 +28,7 @@ import { discoverModels } from './model-discovery.ts';
 import { pdDialectsProblem } from './pd-protocol.ts';
 import { Periodic, realInterval } from './periodic.ts';
 import { type ProxyContext, proxy } from './proxy.ts';
-import { type Replica, ReplicaSet } from './replicas.ts';
+import { type Replica, ReplicaSet, replicaHardware } from './replicas.ts';
 
 export interface ReplicaSpec {
   readonly url: string;
@@ -36,6 +36,8 @@ export interface ReplicaSpec {
   /** mixed (default), prefill or decode (prefill/decode disaggregation, see docs/gateway.md). */
   readonly role?: ReplicaRole;
   readonly kvTokens?: number;
+  /** Its hardware's cost-model preset, when it differs from the gateway's (a fleet of mixed GPUs). */
+  readonly costModel?: string | undefined;
   /** The model it serves; absent: `model` below, else read from the replica's /v1/models. */
   readonly model?: string | undefined;
   /** Its KV-cache event endpoint (vLLM's ZMQ format), e.g. tcp://10.0.0.6:5557. */
@@ -208,7 +210,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       url: s.url,
       dialect: s.dialect ?? 'preble',
       role: s.role ?? 'mixed',
-      kvTokens: s.kvTokens ?? options.replicaKvTokens,
+      ...replicaHardware(s.costModel, s.kvTokens, options.replicaKvTokens),
       model: s.model ?? options.model,
       kvEvents: s.kvEvents,
     });

@@ -32,6 +32,11 @@ test('config errors are one line naming the field', () => {
       { port: 1, replicas: [{ url: 'http://a', kvEvents: 'http://a:5557' }] },
       /^f: replicas\.0\.kvEvents: must be a ZMQ endpoint such as tcp:\/\/host:port$/,
     ],
+    [
+      { port: 1, replicas: [{ url: 'http://a', costModel: 'h100' }] },
+      /^f: replicas\.0\.costModel: unknown cost-model preset \(e\.g\. mistral-7b-a6000, /,
+    ],
+    [{ port: 1, costModel: 'a100' }, /^f: costModel: unknown cost-model preset/],
     [{ port: 1, limits: { maxQueue: -1 } }, /^f: limits\.maxQueue: /],
     [{ port: 1, limtis: {} }, /^f: \(top level\): .*limtis/],
     [{ port: 1, auth: { adminKey: 'short' } }, /^f: auth\.adminKey: must be at least 16 characters$/],
@@ -89,4 +94,13 @@ test("a replica's kvEvents endpoint is kept", () => {
     replicas: [{ url: 'http://127.0.0.1:9000', dialect: 'vllm', kvEvents: 'tcp://127.0.0.1:5557' }],
   });
   assert.equal(c.replicas[0]!.kvEvents, 'tcp://127.0.0.1:5557');
+});
+
+test("a replica's cost-model preset is kept (a fleet of mixed GPUs)", () => {
+  const c = parseGatewayConfig({
+    port: 1,
+    replicas: [{ url: 'http://a', costModel: 'llama2-7b-h100' }, 'http://b'],
+  });
+  assert.equal(c.replicas[0]!.costModel, 'llama2-7b-h100');
+  assert.equal(c.replicas[1]!.costModel, undefined);
 });
