@@ -102,8 +102,8 @@ export interface InstanceInfo {
   readonly role?: Role;
   /**
    * The instance's own prefill and decode times, when known (the simulator knows each instance's
-   * hardware; a gateway does not): in a fleet of mixed GPUs a policy that prices time prices each
-   * instance with its own. Absent: the policy's cost model.
+   * hardware; the gateway, a replica's configured `costModel`): in a fleet of mixed GPUs a policy that
+   * prices time prices each instance with its own. Absent: the policy's cost model.
    */
   readonly costModel?: CostModel;
 }

@@ -492,8 +492,7 @@ export function simulate(options: SimulatorOptions): SimResult {
       instance: decode,
       prefilledOn: prefill,
     });
-    runners[prefill]!.kick();
-    settle(prefill, end);
+    // Called at the end of the prefill instance's iteration: its runner goes on and settles after it.
   };
 
   /** A prefill leg ended on `prefill`: tell the policy, pick the decode instance, move the KV. */
