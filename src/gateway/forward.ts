@@ -68,6 +68,11 @@ export type AttemptOutcome =
       readonly upstreamStatus?: number;
       /** False: the routed (prefill) replica did nothing wrong; a retry may route there again. */
       readonly avoid?: boolean;
+      /**
+       * The replica refused the prompt as longer than it can hold, and a replica of the pool with more
+       * KV is present: the retry avoids every replica no larger (`largerReplicas`), at once.
+       */
+      readonly tooLong?: boolean;
     }
   /** The attempt was cancelled (client gone, shutdown); what to tell the client is the caller's call. */
   | { readonly kind: 'cancelled' };
@@ -184,6 +189,18 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       // The client's mistake, reported by a working replica: pass it on, never count it as a fault.
       const text = await res.body.text();
       ctx.replicas.succeeded(replica);
+      if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
+        // Too long for this replica, not for the fleet (mixed GPUs): a larger one may take it.
+        settle(undefined, 'context_length');
+        return {
+          kind: 'retryable',
+          status: 400,
+          message: upstreamMessage(text),
+          code: 'context_length_exceeded',
+          upstreamStatus: 400,
+          tooLong: true,
+        };
+      }
       settle(undefined, 'client_error');
       markReply(reply, a);
       if (isJson(text)) reply.code(res.statusCode).type('application/json').send(text);
@@ -423,6 +440,30 @@ export function upstreamMessage(text: string): string {
 }
 
 /** The `error.code` of an OpenAI-style error body, if any. */
+/**
+ * A replica's 400 saying the prompt (with max_tokens) exceeds what it can hold: `context_length_exceeded`
+ * (OpenAI, `preble engine`), llama-server's `exceed_context_size_error`, or vLLM's and SGLang's wording
+ * ("maximum context length", "longer than the model's context length").
+ */
+export function isContextLengthRefusal(text: string): boolean {
+  try {
+    const error = (JSON.parse(text) as { error?: { code?: unknown; type?: unknown } }).error;
+    if (error?.code === 'context_length_exceeded' || error?.type === 'exceed_context_size_error') return true;
+  } catch {
+    // not JSON: the wording below decides
+  }
+  return /maximum context length|context length|context size/i.test(text);
+}
+
+/** Whether a present replica of `replica`'s pool and role holds more KV than it does. */
+export function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean {
+  return replicas
+    .present()
+    .some(
+      (r) => r.modelPool === replica.modelPool && r.role === replica.role && r.kvTokens > replica.kvTokens,
+    );
+}
+
 export function upstreamCode(text: string): string | undefined {
   try {
     const c = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;

@@ -148,7 +148,9 @@ async function attempts(
   const avoid: number[] = [];
   let last: Extract<AttemptOutcome, { kind: 'retryable' }> | undefined;
   for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {
-    if (attempt > 0) {
+    // A replica too small for the prompt is no fault to back off from.
+    if (attempt > 0 && last?.tooLong === true) ctx.metrics.retries.inc();
+    else if (attempt > 0) {
       ctx.metrics.retries.inc();
       try {
         await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, { signal: cancel });
@@ -215,7 +217,12 @@ async function attempts(
       { replica: replica.url, attempt: attempt + 1, status: outcome.status, code: outcome.code },
       outcome.message,
     );
-    if (outcome.avoid !== false) avoid.push(decision.instance);
+    if (outcome.tooLong === true) {
+      // Every replica of the pool no larger than the one that refused would refuse it too.
+      for (const r of ctx.replicas.present())
+        if (r.modelPool === replica.modelPool && r.kvTokens <= replica.kvTokens && !avoid.includes(r.id))
+          avoid.push(r.id);
+    } else if (outcome.avoid !== false) avoid.push(decision.instance);
   }
   if (last === undefined)
     return refuse(
@@ -228,6 +235,8 @@ async function attempts(
       null,
       'service_unavailable',
     );
+  if (last.tooLong === true)
+    return refuse(reply, ctx, 400, last.message, 'context_length', 'context_length_exceeded');
   return refuse(reply, ctx, last.status, last.message, 'replica_failed', last.code, null, 'upstream_error');
 }
 

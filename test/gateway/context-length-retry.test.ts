@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { createEngineServer } from '../../src/emulator/server.ts';
+import { isContextLengthRefusal } from '../../src/gateway/forward.ts';
+import type { Gateway } from '../../src/gateway/server.ts';
+import { complete, gatewayMetric, startGateway } from './helpers.ts';
+
+// A pool of mixed GPUs: a replica that refuses a prompt as too long for its KV is not the fleet's last
+// word when a larger one is present. Before, the gateway relayed the small replica's 400.
+
+const closers: (() => Promise<unknown>)[] = [];
+after(async () => {
+  for (const c of closers.reverse()) await c();
+});
+
+async function engine(kvTokens: number) {
+  const server = createEngineServer({ timeScale: 1000, kvTokens });
+  const { url } = await server.listen(0, '127.0.0.1');
+  closers.push(() => server.close(1000));
+  return url;
+}
+
+async function gateway(
+  replicas: { url: string; kvTokens: number }[],
+): Promise<{ gateway: Gateway; url: string }> {
+  const g = await startGateway(replicas, {
+    timeScale: 1000,
+    retries: { attempts: 2, backoffSeconds: 0.001 },
+  });
+  closers.push(() => g.gateway.close());
+  return g;
+}
+
+// 'chars' tokens: one per character, so 2,000 characters need more than 1,000 KV tokens.
+const long = 'x'.repeat(2_000);
+
+test('a prompt too long for the replica routed to is retried on a larger one of the pool', async () => {
+  const small = await engine(1_000);
+  const large = await engine(20_000);
+  // Round robin sends the first request to replica 0, the small one.
+  const g = await gateway([
+    { url: small, kvTokens: 1_000 },
+    { url: large, kvTokens: 20_000 },
+  ]);
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 200, JSON.stringify(answer.json));
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    1,
+  );
+});
+
+test('too long for every replica it may still try: one 400 context_length_exceeded, the replica saying why', async () => {
+  const sizes = [1_000, 1_200, 1_500];
+  const urls = await Promise.all(sizes.map(engine));
+  // One retry: the 1,000 and 1,200-token replicas refuse it, and no try is left for the 1,500 one.
+  const g = await startGateway(
+    urls.map((url, i) => ({ url, kvTokens: sizes[i]! })),
+    { timeScale: 1000, retries: { attempts: 1, backoffSeconds: 0.001 } },
+  );
+  closers.push(() => g.gateway.close());
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 400);
+  const error = answer.json['error'] as { code: string; type: string; message: string };
+  assert.equal(error.code, 'context_length_exceeded');
+  assert.equal(error.type, 'invalid_request_error');
+  assert.match(error.message, /KV tokens/);
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    2,
+  );
+});
+
+test("the replicas' wordings of a context-length refusal are recognised", () => {
+  const yes = [
+    '{"error":{"message":"needs 2004 KV tokens","code":"context_length_exceeded"}}',
+    '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}',
+    '{"object":"error","message":"This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","code":400}',
+    '{"object":"error","message":"The input (5000 tokens) is longer than the model\'s context length (4096 tokens).","code":400}',
+  ];
+  for (const text of yes) assert.ok(isContextLengthRefusal(text), text);
+  assert.ok(
+    !isContextLengthRefusal('{"error":{"message":"max_tokens must be at least 1","code":"invalid_value"}}'),
+  );
+});
