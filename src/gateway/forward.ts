@@ -192,14 +192,7 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
         // Too long for this replica, not for the fleet (mixed GPUs): a larger one may take it.
         settle(undefined, 'context_length');
-        return {
-          kind: 'retryable',
-          status: 400,
-          message: upstreamMessage(text),
-          code: 'context_length_exceeded',
-          upstreamStatus: 400,
-          tooLong: true,
-        };
+        return tooLongOutcome(text);
       }
       settle(undefined, 'client_error');
       markReply(reply, a);
@@ -453,6 +446,18 @@ export function isContextLengthRefusal(text: string): boolean {
     // not JSON: the wording below decides
   }
   return /maximum context length|context length|context size/i.test(text);
+}
+
+/** A try refused by a replica too small for the prompt, to be retried on a larger one (`tooLong`). */
+export function tooLongOutcome(text: string): AttemptOutcome {
+  return {
+    kind: 'retryable',
+    status: 400,
+    message: upstreamMessage(text),
+    code: 'context_length_exceeded',
+    upstreamStatus: 400,
+    tooLong: true,
+  };
 }
 
 /** Whether a present replica of `replica`'s pool and role holds more KV than it does. */

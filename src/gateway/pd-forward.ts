@@ -18,8 +18,11 @@ import {
   describe,
   type ForwardContext,
   forward,
+  isContextLengthRefusal,
   isJson,
   isUndiciTimeout,
+  largerReplicas,
+  tooLongOutcome,
   upstreamMessage,
 } from './forward.ts';
 import { kvTransferParams } from './pd-kv-params.ts';
@@ -332,6 +335,11 @@ async function prefillLeg(
     if (res.statusCode >= 400) {
       // The client's mistake, reported by a working replica: pass it on.
       ctx.replicas.succeeded(replica);
+      if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
+        // Too long for this prefill replica, not for the pool: a larger one may take it (forward.ts).
+        fail('context_length');
+        return { kind: 'done', outcome: tooLongOutcome(text) };
+      }
       fail('client_error');
       if (isJson(text)) reply.code(res.statusCode).type('application/json').send(text);
       else sendError(reply, res.statusCode, upstreamMessage(text));

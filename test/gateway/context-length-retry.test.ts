@@ -83,3 +83,32 @@ test("the replicas' wordings of a context-length refusal are recognised", () => 
     !isContextLengthRefusal('{"error":{"message":"max_tokens must be at least 1","code":"invalid_value"}}'),
   );
 });
+
+test('disaggregated: a prefill replica too small for the prompt hands the request to a larger prefill replica', async () => {
+  const start = async (role: 'prefill' | 'decode', kvTokens: number) => {
+    const server = createEngineServer({ timeScale: 1000, role, kvTokens });
+    const { url } = await server.listen(0, '127.0.0.1');
+    closers.push(() => server.close(100));
+    return url;
+  };
+  const smallPrefill = await start('prefill', 1_000);
+  const largePrefill = await start('prefill', 20_000);
+  const decode = await start('decode', 20_000);
+  const g = await startGateway(
+    [
+      { url: smallPrefill, role: 'prefill', kvTokens: 1_000 },
+      { url: largePrefill, role: 'prefill', kvTokens: 20_000 },
+      { url: decode, role: 'decode', kvTokens: 20_000 },
+    ],
+    { timeScale: 1000, drainSeconds: 1, retries: { attempts: 2, backoffSeconds: 0.001 } },
+    'distserve',
+  );
+  closers.push(() => g.gateway.close());
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 200, JSON.stringify(answer.json));
+  assert.equal(answer.headers.get('x-preble-prefill-replica'), largePrefill);
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    1,
+  );
+});
