@@ -432,7 +432,6 @@ export function upstreamMessage(text: string): string {
   return text.slice(0, 200).trim() || '(empty body)';
 }
 
-/** The `error.code` of an OpenAI-style error body, if any. */
 /**
  * A replica's 400 saying the prompt (with max_tokens) exceeds what it can hold: `context_length_exceeded`
  * (OpenAI, `preble engine`), llama-server's `exceed_context_size_error`, or vLLM's and SGLang's wording
@@ -469,6 +468,7 @@ export function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean 
     );
 }
 
+/** The `error.code` of an OpenAI-style error body, if any. */
 export function upstreamCode(text: string): string | undefined {
   try {
     const c = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;

@@ -148,14 +148,15 @@ async function attempts(
   const avoid: number[] = [];
   let last: Extract<AttemptOutcome, { kind: 'retryable' }> | undefined;
   for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {
-    // A replica too small for the prompt is no fault to back off from.
-    if (attempt > 0 && last?.tooLong === true) ctx.metrics.retries.inc();
-    else if (attempt > 0) {
+    if (attempt > 0) {
       ctx.metrics.retries.inc();
-      try {
-        await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, { signal: cancel });
-      } catch {
-        return cancelled(reply, ctx, cancel);
+      // A replica too small for the prompt is no fault to back off from.
+      if (last?.tooLong !== true) {
+        try {
+          await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, { signal: cancel });
+        } catch {
+          return cancelled(reply, ctx, cancel);
+        }
       }
     }
     const id = attempt === 0 ? base : `${base}.${attempt}`;
@@ -212,8 +213,9 @@ async function attempts(
     }
     last = outcome;
     // Nothing reached the client yet; the operator still hears of the replica's fault (a 429 is its
-    // back-pressure, not a fault: info, or a busy fleet would flood the log).
-    request.log[outcome.upstreamStatus === 429 ? 'info' : 'warn'](
+    // back-pressure and a too-long prompt the replica's size, not faults: info, or a busy fleet would
+    // flood the log).
+    request.log[outcome.upstreamStatus === 429 || outcome.tooLong === true ? 'info' : 'warn'](
       { replica: replica.url, attempt: attempt + 1, status: outcome.status, code: outcome.code },
       outcome.message,
     );
