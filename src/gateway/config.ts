@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { costModelPreset } from '../core/cost-model/presets.ts';
+import { costModelPreset, presetNames } from '../core/cost-model/presets.ts';
 import { checkPolicyOptions, isDisaggregatedPolicyName } from '../core/policies/registry.ts';
 import { firstIssue } from '../util/zod-issue.ts';
 import { adviceSchema } from './advice/config.ts';
@@ -19,7 +19,7 @@ const count = z.number().int().nonnegative();
 const positiveCount = z.number().int().positive();
 const secret = z.string().min(16, 'must be at least 16 characters');
 
-/** A cost-model preset's name, checked (the preset list is long: the message names two and the form). */
+/** A cost-model preset's name, checked (the roofline list is long: the message gives its form). */
 const costModelName = z
   .string()
   .min(1)
@@ -33,8 +33,9 @@ const costModelName = z
       }
     },
     {
-      error:
-        'unknown cost-model preset (e.g. mistral-7b-a6000, llama2-7b-h100, or roofline:<model>@<gpu>[x<GPUs>] such as roofline:llama3-8b@h100)',
+      error: `unknown cost-model preset (e.g. ${presetNames()
+        .filter((n) => !n.startsWith('roofline:'))
+        .join(', ')}, or roofline:<model>@<gpu>[x<GPUs>] such as roofline:llama3-8b@h100)`,
     },
   );
 

@@ -461,11 +461,7 @@ export function tooLongOutcome(text: string): AttemptOutcome {
 
 /** Whether a present replica of `replica`'s pool and role holds more KV than it does. */
 export function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean {
-  return replicas
-    .present()
-    .some(
-      (r) => r.modelPool === replica.modelPool && r.role === replica.role && r.kvTokens > replica.kvTokens,
-    );
+  return replicas.peersOf(replica).some((r) => r.kvTokens > replica.kvTokens);
 }
 
 /** The `error.code` of an OpenAI-style error body, if any. */

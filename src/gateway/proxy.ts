@@ -221,14 +221,8 @@ async function attempts(
     );
     if (outcome.tooLong === true) {
       // Every replica of the pool and role no larger than the one that refused would refuse it too.
-      for (const r of ctx.replicas.present())
-        if (
-          r.modelPool === replica.modelPool &&
-          r.role === replica.role &&
-          r.kvTokens <= replica.kvTokens &&
-          !avoid.includes(r.id)
-        )
-          avoid.push(r.id);
+      for (const r of ctx.replicas.peersOf(replica))
+        if (r.kvTokens <= replica.kvTokens && !avoid.includes(r.id)) avoid.push(r.id);
     } else if (outcome.avoid !== false) avoid.push(decision.instance);
   }
   if (last === undefined)

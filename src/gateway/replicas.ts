@@ -227,6 +227,11 @@ export class ReplicaSet {
     return this.replicas.filter((r) => !r.removed);
   }
 
+  /** Present replicas of `replica`'s model pool and role, itself included: those that could take its work. */
+  peersOf(replica: Replica): Replica[] {
+    return this.present().filter((r) => r.modelPool === replica.modelPool && r.role === replica.role);
+  }
+
   /** Replicas the policy may route to now. */
   routable(): Replica[] {
     return this.replicas.filter((r) => r.view === 'active');
