@@ -12,7 +12,10 @@ test('preble demo runs the policies over real HTTP and e2 reuses more of the sha
     '--rps',
     '2',
     '--time-scale',
-    '100',
+    // 20, not 100: at 100 the 2 rps arrive 5 ms apart in wall time, within the HTTP and timer jitter
+    // of a busy machine, and round robin's hit rate swung 0.01-0.15 with the order they met the
+    // replicas in; 25 ms apart it is the workload's (0.05) run after run, beside two CPU hogs too.
+    '20',
     '--policy',
     'e2,round-robin',
     '--repeats',
@@ -51,9 +54,11 @@ test('preble demo runs the policies over real HTTP and e2 reuses more of the sha
       40,
     );
   }
-  // Counts the replicas reported, not timings: e2 keeps each video where it is cached.
+  // Counts the replicas reported, not timings: e2 keeps each video where it is cached, round robin
+  // computes it on both replicas; every e2 run against every round-robin run.
+  const rates = (policy: string) => results.filter((x) => x.policy === policy).map((x) => x.cacheHitRate);
   assert.ok(
-    results[0]!.cacheHitRate > results[1]!.cacheHitRate,
+    Math.min(...rates('e2')) > Math.max(...rates('round-robin')),
     JSON.stringify(results.map((x) => x.cacheHitRate)),
   );
 });
