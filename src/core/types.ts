@@ -231,9 +231,16 @@ export interface GlobalPolicy {
   tick(now: number): void;
   /**
    * Disaggregation: the decode instance of a request routed with `decode: 'at-kv-ready'`, asked when
-   * its prefill on `prefillInstance` ended with `kvTokens` of KV to move (after `kvReady`).
+   * its prefill on `prefillInstance` ended with `kvTokens` of KV to move (after `kvReady`). `avoid`:
+   * instances not to pick (a retry after they refused the request as too long for their KV).
    */
-  routeDecode?(id: string, prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId;
+  routeDecode?(
+    id: string,
+    prefillInstance: InstanceId,
+    kvTokens: number,
+    now: number,
+    avoid?: readonly InstanceId[],
+  ): InstanceId;
   /** Disaggregation: the prefill leg ended; the KV of `path` is held on `prefillInstance`. */
   kvReady?(id: string, prefillInstance: InstanceId, path: Tokens, now: number): void;
   /** Disaggregation: the KV of `path` arrived on `decodeInstance`, which takes the request over. */

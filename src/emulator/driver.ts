@@ -224,6 +224,18 @@ export class WallClockDriver {
     this.runner.kick();
   }
 
+  /**
+   * The KV tokens a request of `tokens` and at most `maxTokens` of output would need here at its peak
+   * (its decode, on a decode-role engine), and the engine's capacity: a server's length check at the door.
+   */
+  kvNeed(tokens: Tokens, maxTokens: number): { need: number; capacity: number } {
+    const need = this.engine.kvNeed(
+      { id: '(length check)', tokens, outputTokens: maxTokens, maxTokens },
+      this.now(),
+    );
+    return { need, capacity: this.engine.kvCapacityTokens };
+  }
+
   /** Give back the KV a prefill-only request holds (the decode side took it, or nobody will). */
   releaseKv(id: string): boolean {
     return this.engine.releaseKv(id);

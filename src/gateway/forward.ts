@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { FinishCounts, GlobalPolicy, RouteDecision, Tokens } from '../core/types.ts';
+import type { FinishCounts, GlobalPolicy, InstanceId, RouteDecision, Tokens } from '../core/types.ts';
 import { SseSplitter } from '../text/sse.ts';
 import { carriesOutput, StreamAggregator, type UpstreamChunk } from './aggregate.ts';
 import type { FinalReport } from './dialects.ts';
@@ -49,6 +49,8 @@ export interface Attempt {
   readonly replica: Replica;
   /** Aborts when the client goes away or the gateway shuts down (the reason says which). */
   readonly cancel: AbortSignal;
+  /** Replicas this request keeps off (they refused it as too long): a decode leg picked at KV-ready too. */
+  readonly avoid?: readonly InstanceId[];
   /** Told once, at the first chunk carrying output (the decode leg of a disaggregated request). */
   readonly onFirstToken?: (now: number, chunk: FinalReport) => void;
 }
@@ -73,6 +75,8 @@ export type AttemptOutcome =
        * KV is present: the retry avoids every replica no larger (`largerReplicas`), at once.
        */
       readonly tooLong?: boolean;
+      /** With `tooLong`: the replica that refused (the decode replica of a disaggregated request's decode leg). */
+      readonly refusedBy?: InstanceId;
     }
   /** The attempt was cancelled (client gone, shutdown); what to tell the client is the caller's call. */
   | { readonly kind: 'cancelled' };
@@ -192,7 +196,7 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
         // Too long for this replica, not for the fleet (mixed GPUs): a larger one may take it.
         settle(undefined, 'context_length');
-        return tooLongOutcome(text);
+        return tooLongOutcome(text, replica.id);
       }
       settle(undefined, 'client_error');
       markReply(reply, a);
@@ -448,7 +452,7 @@ export function isContextLengthRefusal(text: string): boolean {
 }
 
 /** A try refused by a replica too small for the prompt, to be retried on a larger one (`tooLong`). */
-export function tooLongOutcome(text: string): AttemptOutcome {
+export function tooLongOutcome(text: string, refusedBy: InstanceId): AttemptOutcome {
   return {
     kind: 'retryable',
     status: 400,
@@ -456,12 +460,19 @@ export function tooLongOutcome(text: string): AttemptOutcome {
     code: 'context_length_exceeded',
     upstreamStatus: 400,
     tooLong: true,
+    refusedBy,
   };
 }
 
 /** Whether a present replica of `replica`'s pool and role holds more KV than it does. */
 export function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean {
   return replicas.peersOf(replica).some((r) => r.kvTokens > replica.kvTokens);
+}
+
+/** Add to `avoid` every present replica of `refused`'s pool and role no larger: each would refuse too. */
+export function avoidNoLarger(replicas: ReplicaSet, refused: Replica, avoid: InstanceId[]): void {
+  for (const r of replicas.peersOf(refused))
+    if (r.kvTokens <= refused.kvTokens && !avoid.includes(r.id)) avoid.push(r.id);
 }
 
 /** The `error.code` of an OpenAI-style error body, if any. */

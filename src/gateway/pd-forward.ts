@@ -15,6 +15,7 @@ import { sendError } from './errors.ts';
 import {
   type Attempt,
   type AttemptOutcome,
+  avoidNoLarger,
   describe,
   type ForwardContext,
   forward,
@@ -58,6 +59,9 @@ export { prefillBody } from './pd-kv-params.ts';
  *   replica `routeDecode` picks, or the same one), up to `retries.attempts` times; when the decode
  *   replica says the KV is gone (`kv_transfer_failed`), the try fails and is retryable without
  *   avoiding the prefill replica: the caller runs the prefill again;
+ * - the decode replica refuses the request as too long for its KV (a larger one present): at once,
+ *   `routeDecode` picks again avoiding every decode replica no larger, and the KV is pulled there; a
+ *   decode replica named at routing ends the try instead, and the caller routes again avoiding them;
  * - the client leaves: both legs are aborted, the try fails, every count is given back once.
  */
 export async function forwardDisaggregated(
@@ -103,10 +107,12 @@ async function twoLegs(
   if (leg.kind !== 'ready') return leg.outcome;
   let now = ctx.now();
   journey.kvReady(prefill.id, a.tokens, now);
+  // Decode replicas this request keeps off: those that refused it as too long for their KV.
+  const decodeAvoid: InstanceId[] = [...(a.avoid ?? [])];
   const pickDecode = (): InstanceId | undefined => {
     if (a.decision.decode !== 'at-kv-ready') return a.decision.decode;
     try {
-      return a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now());
+      return a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now(), decodeAvoid);
     } catch {
       return undefined; // no decode replica in the view
     }
@@ -115,11 +121,16 @@ async function twoLegs(
   for (let attempt = 0; attempt <= ctx.retries.attempts; attempt++) {
     if (attempt > 0) {
       ctx.metrics.pdLegRetries.inc({ leg: 'decode' });
-      try {
-        await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, { signal: a.cancel });
-      } catch {
-        journey.failed(ctx.now());
-        return { kind: 'cancelled' };
+      // A decode replica too small for the request is no fault to back off from.
+      if (last?.tooLong !== true) {
+        try {
+          await sleep(ctx.retries.backoffSeconds * 1000 * 2 ** (attempt - 1), undefined, {
+            signal: a.cancel,
+          });
+        } catch {
+          journey.failed(ctx.now());
+          return { kind: 'cancelled' };
+        }
       }
     }
     const decodeId = pickDecode();
@@ -172,6 +183,13 @@ async function twoLegs(
       return outcome;
     }
     last = outcome;
+    if (outcome.tooLong === true) {
+      // The decode replica refused it before pulling the KV: a larger one pulls it, no prefill again.
+      avoidNoLarger(ctx.replicas, decode, decodeAvoid);
+      // A decode replica named at routing: route again (the caller avoids the refusing one's size).
+      if (a.decision.decode !== 'at-kv-ready') break;
+      continue;
+    }
     if (outcome.upstreamCode === 'kv_transfer_failed') {
       // The KV is gone (pulled by a decode try that then failed, or released): prefill again.
       journey.failed(now);
@@ -204,7 +222,7 @@ async function concurrentLegs(
   if (a.decision.decode !== 'at-kv-ready') decodeId = a.decision.decode;
   else
     try {
-      decodeId = a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now());
+      decodeId = a.policy.routeDecode?.(a.id, prefill.id, a.tokens.length, ctx.now(), a.avoid);
     } catch {
       decodeId = undefined; // no decode replica in the view
     }
@@ -338,7 +356,7 @@ async function prefillLeg(
       if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
         // Too long for this prefill replica, not for the pool: a larger one may take it (forward.ts).
         fail('context_length');
-        return { kind: 'done', outcome: tooLongOutcome(text) };
+        return { kind: 'done', outcome: tooLongOutcome(text, replica.id) };
       }
       fail('client_error');
       if (isJson(text)) reply.code(res.statusCode).type('application/json').send(text);

@@ -5,7 +5,13 @@ import type { RouteDecision, Tokens } from '../core/types.ts';
 import type { PromptInput, PromptTokenizer } from '../text/prompt-tokenizer.ts';
 import { type Admission, AdmissionRefused, type Release } from './admission.ts';
 import { sendError } from './errors.ts';
-import { type AttemptOutcome, type ForwardContext, forward, type RouteKind } from './forward.ts';
+import {
+  type AttemptOutcome,
+  avoidNoLarger,
+  type ForwardContext,
+  forward,
+  type RouteKind,
+} from './forward.ts';
 import { forwardDisaggregated } from './pd-forward.ts';
 import type { ModelPool } from './replicas.ts';
 import { parseCompletionBody } from './validate.ts';
@@ -192,6 +198,7 @@ async function attempts(
       decision,
       replica,
       cancel,
+      avoid,
     };
     // A decision with a decode leg runs in two legs (prefill, KV hand-off, decode): pd-forward.ts.
     const outcome =
@@ -220,9 +227,9 @@ async function attempts(
       outcome.message,
     );
     if (outcome.tooLong === true) {
-      // Every replica of the pool and role no larger than the one that refused would refuse it too.
-      for (const r of ctx.replicas.peersOf(replica))
-        if (r.kvTokens <= replica.kvTokens && !avoid.includes(r.id)) avoid.push(r.id);
+      // Every replica of the pool and role no larger than the one that refused (the routed one, or a
+      // disaggregated request's decode replica) would refuse it too.
+      avoidNoLarger(ctx.replicas, ctx.replicas.get(outcome.refusedBy ?? decision.instance) ?? replica, avoid);
     } else if (outcome.avoid !== false) avoid.push(decision.instance);
   }
   if (last === undefined)

@@ -112,3 +112,53 @@ test('disaggregated: a prefill replica too small for the prompt hands the reques
     1,
   );
 });
+
+async function disaggregated(policy: string, decodeSizes: number[]) {
+  const start = async (role: 'prefill' | 'decode', kvTokens: number) => {
+    const server = createEngineServer({ timeScale: 1000, role, kvTokens });
+    const { url } = await server.listen(0, '127.0.0.1');
+    closers.push(() => server.close(100));
+    return url;
+  };
+  const prefill = await start('prefill', 20_000);
+  const decodes = [];
+  for (const size of decodeSizes) decodes.push(await start('decode', size));
+  const g = await startGateway(
+    [
+      { url: prefill, role: 'prefill', kvTokens: 20_000 },
+      ...decodes.map((url, i) => ({ url, role: 'decode' as const, kvTokens: decodeSizes[i]! })),
+    ],
+    { timeScale: 1000, drainSeconds: 1, retries: { attempts: 2, backoffSeconds: 0.001 } },
+    policy,
+  );
+  closers.push(() => g.gateway.close());
+  return { ...g, decodes };
+}
+
+test('disaggregated: a decode replica too small for the request hands it to a larger one, which pulls the same KV', async () => {
+  // DistServe picks the decode replica at KV-ready, the least busy from the first: a small one. The
+  // retry avoids both small ones (the second would refuse too) and needs no second prefill.
+  const g = await disaggregated('distserve', [1_000, 1_000, 20_000]);
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 200, JSON.stringify(answer.json));
+  assert.equal(answer.headers.get('x-preble-replica'), g.decodes[2]);
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    1,
+  );
+  assert.equal(await gatewayMetric(g.gateway, 'preble_pd_leg_retries_total', { leg: 'prefill' }), 0);
+});
+
+test('disaggregated: a decode replica named at routing and too small: routed again, off the small ones', async () => {
+  // Splitwise picks the (prompt, token) pair at arrival, the shortest token queue first: the small one.
+  const g = await disaggregated('splitwise', [1_000, 20_000]);
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 200, JSON.stringify(answer.json));
+  assert.equal(answer.headers.get('x-preble-replica'), g.decodes[1]);
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    1,
+  );
+  // Not tried again on the replica that refused (before, the decode leg went back to it and found the KV gone).
+  assert.equal(await gatewayMetric(g.gateway, 'preble_pd_leg_retries_total', { leg: 'decode' }), 0);
+});

@@ -159,10 +159,16 @@ export class RecordingPolicy implements GlobalPolicy {
     this.inner.tick(now);
   }
 
-  routeDecode(id: string, prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId {
+  routeDecode(
+    id: string,
+    prefillInstance: InstanceId,
+    kvTokens: number,
+    now: number,
+    avoid?: readonly InstanceId[],
+  ): InstanceId {
     if (this.inner.routeDecode === undefined)
       throw new Error(`policy ${this.inner.name} has no routeDecode (a colocated policy)`);
-    const decode = this.inner.routeDecode(id, prefillInstance, kvTokens, now);
+    const decode = this.inner.routeDecode(id, prefillInstance, kvTokens, now, avoid);
     this.calls.push({ method: 'routeDecode', id, prefillInstance, kvTokens, decode, now });
     return decode;
   }

@@ -211,6 +211,16 @@ async function runDecodeLeg(
 ): Promise<unknown> {
   if (job.choices !== 1)
     throw new HttpError(400, 'n: a decode leg runs one choice', 'n', 'unsupported_value');
+  // Checked before the pull, as a server checks a request's length at the door: refused here, the KV
+  // stays on the prefill engine for a larger decode engine to pull.
+  const { need, capacity } = ctx.driver.kvNeed(job.tokens, job.maxTokens);
+  if (need > capacity)
+    throw new HttpError(
+      400,
+      `the request needs ${need} KV tokens (its prompt and max_tokens), more than this engine's capacity of ${capacity}`,
+      null,
+      'context_length_exceeded',
+    );
   const gone = new AbortController();
   const onClose = () => gone.abort();
   reply.raw.on('close', onClose);

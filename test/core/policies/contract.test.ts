@@ -172,7 +172,7 @@ test('the registry builds every policy by name and rejects unknown names with th
 
 type DisaggOp =
   | { kind: 'route' }
-  | { kind: 'kv-ready' | 'finish' | 'fail'; pick: number }
+  | { kind: 'kv-ready' | 'finish' | 'fail'; pick: number; avoid?: number }
   | { kind: 'drain' | 'add'; instance: number };
 
 // The disaggregated side of the contract: a request is counted against its prefill instance from
@@ -186,6 +186,8 @@ for (const name of disaggregatedPolicyNames) {
         arbitrary: fc.record({
           kind: fc.constantFrom('kv-ready' as const, 'finish' as const, 'fail' as const),
           pick: fc.nat(),
+          // A decode instance the pick must avoid (a retry after it refused the request as too long).
+          avoid: fc.constantFrom(undefined, 2, 3),
         }),
       },
       {
@@ -239,7 +241,8 @@ for (const name of disaggregatedPolicyNames) {
             const waiting = inflight.filter((r) => !r.decoded);
             if (waiting.length === 0) continue;
             const r = waiting[op.pick % waiting.length]!;
-            const open = [2, 3].filter((i) => active.has(i));
+            const avoid = op.avoid === undefined ? [] : [op.avoid];
+            const open = [2, 3].filter((i) => active.has(i) && !avoid.includes(i));
             const path = Uint32Array.from([1, 2, 3]);
             policy.kvReady?.(r.id, r.instance, path, now);
             if (r.decode !== 'at-kv-ready') {
@@ -250,10 +253,10 @@ for (const name of disaggregatedPolicyNames) {
               continue;
             }
             if (open.length === 0) {
-              assert.throws(() => policy.routeDecode?.(r.id, r.instance, 3, now));
+              assert.throws(() => policy.routeDecode?.(r.id, r.instance, 3, now, avoid));
               continue;
             }
-            const decode = policy.routeDecode!(r.id, r.instance, 3, now);
+            const decode = policy.routeDecode!(r.id, r.instance, 3, now, avoid);
             assert.ok(open.includes(decode), `${name} sent a decode to ${decode}`);
             r.instance = decode;
             r.decoded = true;

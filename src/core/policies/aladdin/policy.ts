@@ -39,7 +39,8 @@ import type {
   Tokens,
 } from '../../types.ts';
 import { withDefaults } from '../../with-defaults.ts';
-import { BasePolicy, NO_COSTS } from '../base-policy.ts';
+import { NO_COSTS } from '../base-policy.ts';
+import { DecodeAtKvReadyPolicy } from '../support/decode-at-kv-ready.ts';
 import { hasRoles, withRole } from '../support/roles.ts';
 import {
   capacityNorm,
@@ -69,7 +70,7 @@ interface DecodeStart {
   readonly meanContext: number;
 }
 
-export class AladdinPolicy extends BasePolicy {
+export class AladdinPolicy extends DecodeAtKvReadyPolicy {
   readonly name = 'aladdin';
   readonly branches = ['best-fit', 'overflow', 'prefill-best-fit', 'prefill-overflow'] as const;
   private readonly o: Required<AladdinOptions>;
@@ -140,7 +141,12 @@ export class AladdinPolicy extends BasePolicy {
     };
   }
 
-  routeDecode(id: string, _prefillInstance: InstanceId, _kvTokens: number, now: number): InstanceId {
+  protected chooseDecode(
+    id: string,
+    _prefillInstance: InstanceId,
+    _kvTokens: number,
+    now: number,
+  ): InstanceId {
     const decode = withRole(this.view, this.view.active, 'decode');
     if (decode.length === 0) throw new NoInstanceAvailableError();
     const job = this.jobs.get(id);

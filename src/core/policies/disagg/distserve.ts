@@ -1,6 +1,7 @@
 import { NoInstanceAvailableError } from '../../cluster-view.ts';
 import type { InstanceId, RouteDecision, RouteRequest, Tokens } from '../../types.ts';
-import { BasePolicy, NO_COSTS } from '../base-policy.ts';
+import { NO_COSTS } from '../base-policy.ts';
+import { DecodeAtKvReadyPolicy } from '../support/decode-at-kv-ready.ts';
 import { indexAfter } from '../support/index-after.ts';
 import { hasRoles, withRole } from '../support/roles.ts';
 
@@ -32,7 +33,7 @@ export const distServeDefaults: Required<DistServeOptions> = {};
  * as its memory frees (the simulator's `pull` transfer mode approximates it).
  * Ties rotate among equals, as in least-load, so an idle fleet is filled in turn.
  */
-export class DistServePolicy extends BasePolicy {
+export class DistServePolicy extends DecodeAtKvReadyPolicy {
   readonly name = 'distserve';
   readonly branches = ['prefill-shortest-queue'] as const;
   private lastPrefill: InstanceId = -1;
@@ -62,7 +63,12 @@ export class DistServePolicy extends BasePolicy {
     };
   }
 
-  routeDecode(id: string, _prefillInstance: InstanceId, _kvTokens: number, now: number): InstanceId {
+  protected chooseDecode(
+    id: string,
+    _prefillInstance: InstanceId,
+    _kvTokens: number,
+    now: number,
+  ): InstanceId {
     const decode = withRole(this.view, this.view.active, 'decode');
     if (decode.length === 0) throw new NoInstanceAvailableError();
     const instance = this.view.leastInflight(decode, indexAfter(decode, this.lastDecode));

@@ -13,7 +13,7 @@ import type {
   RouteRequest,
   Tokens,
 } from '../../types.ts';
-import { BasePolicy } from '../base-policy.ts';
+import { DecodeAtKvReadyPolicy } from '../support/decode-at-kv-ready.ts';
 import { indexAfter } from '../support/index-after.ts';
 
 export interface PrefixPdOptions {
@@ -105,7 +105,7 @@ const isPrefillCapable = (role: Role | undefined) => role !== 'decode';
  * colocated instance, then its decode instance), pinned while in flight, forgotten in LRU order past
  * the instance's KV capacity and where the engines report evictions.
  */
-export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
+export class PrefixAwarePdPolicy extends DecodeAtKvReadyPolicy<InstanceCost> {
   readonly name = 'prefix-pd';
   readonly branches = ['colocated', 'disaggregated', 'prefill-overflow'] as const;
   readonly tree = new ClusterTree();
@@ -185,7 +185,12 @@ export class PrefixAwarePdPolicy extends BasePolicy<InstanceCost> {
     });
   }
 
-  routeDecode(id: string, _prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId {
+  protected chooseDecode(
+    id: string,
+    _prefillInstance: InstanceId,
+    kvTokens: number,
+    now: number,
+  ): InstanceId {
     const active = this.view.active;
     let pool = active.filter((i) => this.role(i) === 'decode');
     if (pool.length === 0) pool = active.filter((i) => this.role(i) === 'mixed');

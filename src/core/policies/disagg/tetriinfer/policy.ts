@@ -2,7 +2,8 @@ import { NoInstanceAvailableError } from '../../../cluster-view.ts';
 import { Random } from '../../../random.ts';
 import type { FleetRequest, InstanceId, RouteDecision, RouteRequest, Tokens } from '../../../types.ts';
 import { withDefaults } from '../../../with-defaults.ts';
-import { BasePolicy, NO_COSTS } from '../../base-policy.ts';
+import { NO_COSTS } from '../../base-policy.ts';
+import { DecodeAtKvReadyPolicy } from '../../support/decode-at-kv-ready.ts';
 import { indexAfter } from '../../support/index-after.ts';
 import { hasRoles, withRole } from '../../support/roles.ts';
 import { type DecodeLoad, dispatchDecode } from './dispatch.ts';
@@ -63,7 +64,7 @@ const NO_REQUESTS: readonly FleetRequest[] = Object.freeze([]);
  * admission counts from the predicted range's lower end, as the paper's (§5.2.3). A request is a heavy
  * decode past `heavyDecodeTokens`.
  */
-export class TetriInferPolicy extends BasePolicy {
+export class TetriInferPolicy extends DecodeAtKvReadyPolicy {
   readonly name = 'tetriinfer';
   readonly branches = ['least-loaded-prefill'] as const;
   private readonly o: Required<TetriInferOptions>;
@@ -136,7 +137,12 @@ export class TetriInferPolicy extends BasePolicy {
     this.unqueue(id);
   }
 
-  routeDecode(id: string, _prefillInstance: InstanceId, kvTokens: number, now: number): InstanceId {
+  protected chooseDecode(
+    id: string,
+    _prefillInstance: InstanceId,
+    kvTokens: number,
+    now: number,
+  ): InstanceId {
     this.unqueue(id);
     let decode = this.usable(this.view.active, 'decode');
     if (decode.length === 0) decode = withRole(this.view, this.view.active, 'decode');
