@@ -113,7 +113,7 @@ test('disaggregated: a prefill replica too small for the prompt hands the reques
   );
 });
 
-async function disaggregated(policy: string, decodeSizes: number[]) {
+async function disaggregated(policy: string, decodeSizes: number[], dialect?: 'sglang') {
   const start = async (role: 'prefill' | 'decode', kvTokens: number) => {
     const server = createEngineServer({ timeScale: 1000, role, kvTokens });
     const { url } = await server.listen(0, '127.0.0.1');
@@ -125,9 +125,9 @@ async function disaggregated(policy: string, decodeSizes: number[]) {
   for (const size of decodeSizes) decodes.push(await start('decode', size));
   const g = await startGateway(
     [
-      { url: prefill, role: 'prefill', kvTokens: 20_000 },
+      { url: prefill, role: 'prefill' as const, kvTokens: 20_000 },
       ...decodes.map((url, i) => ({ url, role: 'decode' as const, kvTokens: decodeSizes[i]! })),
-    ],
+    ].map((r) => (dialect === undefined ? r : { ...r, dialect })),
     { timeScale: 1000, drainSeconds: 1, retries: { attempts: 2, backoffSeconds: 0.001 } },
     policy,
   );
@@ -161,4 +161,16 @@ test('disaggregated: a decode replica named at routing and too small: routed aga
   );
   // Not tried again on the replica that refused (before, the decode leg went back to it and found the KV gone).
   assert.equal(await gatewayMetric(g.gateway, 'preble_pd_leg_retries_total', { leg: 'decode' }), 0);
+});
+
+test('disaggregated, SGLang-style (both legs at once): a decode replica too small, the request routed again off every one no larger', async () => {
+  const g = await disaggregated('distserve', [1_000, 1_000, 20_000], 'sglang');
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 200, JSON.stringify(answer.json));
+  assert.equal(answer.headers.get('x-preble-replica'), g.decodes[2]);
+  // One refusal: the retry avoids the other small decode replica too (before, it was tried next).
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    1,
+  );
 });
