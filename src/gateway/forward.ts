@@ -49,7 +49,10 @@ export interface Attempt {
   readonly replica: Replica;
   /** Aborts when the client goes away or the gateway shuts down (the reason says which). */
   readonly cancel: AbortSignal;
-  /** Replicas this request keeps off (they refused it as too long): a decode leg picked at KV-ready too. */
+  /**
+   * Replicas the request's earlier tries failed on or were refused by as too long: routing avoided
+   * them, and so does a decode replica picked at KV-ready.
+   */
   readonly avoid?: readonly InstanceId[];
   /** Told once, at the first chunk carrying output (the decode leg of a disaggregated request). */
   readonly onFirstToken?: (now: number, chunk: FinalReport) => void;
