@@ -467,15 +467,27 @@ export function tooLongOutcome(text: string, refusedBy: InstanceId): AttemptOutc
   };
 }
 
-/** Whether a present replica of `replica`'s pool and role holds more KV than it does. */
+/**
+ * The longest request (prompt and max_tokens) a replica takes, as far as the gateway knows: its KV
+ * tokens (configured, or its `costModel` preset's), and no more than the `max_model_len` its
+ * /v1/models lists for its model (vLLM, SGLang and `preble engine` list one) where discovery read it.
+ */
+export function lengthLimit(replica: Replica): number {
+  const listed = replica.models[0]?.max_model_len;
+  return typeof listed === 'number' && listed > 0 ? Math.min(replica.kvTokens, listed) : replica.kvTokens;
+}
+
+/** Whether a present replica of `replica`'s pool and role takes longer requests than it does. */
 export function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean {
-  return replicas.peersOf(replica).some((r) => r.kvTokens > replica.kvTokens);
+  const limit = lengthLimit(replica);
+  return replicas.peersOf(replica).some((r) => lengthLimit(r) > limit);
 }
 
 /** Add to `avoid` every present replica of `refused`'s pool and role no larger: each would refuse too. */
 export function avoidNoLarger(replicas: ReplicaSet, refused: Replica, avoid: InstanceId[]): void {
+  const limit = lengthLimit(refused);
   for (const r of replicas.peersOf(refused))
-    if (r.kvTokens <= refused.kvTokens && !avoid.includes(r.id)) avoid.push(r.id);
+    if (lengthLimit(r) <= limit && !avoid.includes(r.id)) avoid.push(r.id);
 }
 
 /** The `error.code` of an OpenAI-style error body, if any. */

@@ -50,6 +50,23 @@ test('a prompt too long for the replica routed to is retried on a larger one of 
   );
 });
 
+test("unconfigured sizes: the gateway reads each replica's max_model_len from its /v1/models", async () => {
+  const small = await engine(1_000);
+  const large = await engine(20_000);
+  // Neither size nor model configured: discovery lists each engine's model with its max_model_len.
+  const g = await startGateway([small, large], {
+    timeScale: 1000,
+    retries: { attempts: 2, backoffSeconds: 0.001 },
+  });
+  closers.push(() => g.gateway.close());
+  const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
+  assert.equal(answer.status, 200, JSON.stringify(answer.json));
+  assert.equal(
+    await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
+    1,
+  );
+});
+
 test('too long for every replica it may still try: one 400 context_length_exceeded, the replica saying why', async () => {
   const sizes = [1_000, 1_200, 1_500];
   const urls = await Promise.all(sizes.map(engine));
