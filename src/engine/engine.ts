@@ -305,7 +305,7 @@ export class Engine {
 
   /** Peak KV of an adopted request: what it holds plus what is left of its output (or the reserve). */
   private adoptedNeed(r: RequestState): number {
-    return r.kvTokens + Math.max(r.outputTokens - r.generated, this.queuePolicy.reserveTokens(r));
+    return r.kvTokens + Math.max(mostOutput(r) - r.generated, this.queuePolicy.reserveTokens(r));
   }
 
   /** A new request's state, for its prefill leg only when `stopAfterPrefill`. */
@@ -327,7 +327,7 @@ export class Engine {
   /** Peak KV of a new request: its prompt plus the most it may grow (its output, or the queue policy's reserve). */
   private needOf(r: RequestState): number {
     const reserve = this.queuePolicy.reserveTokens(r);
-    return r.promptTokens + (r.stopAfterPrefill ? reserve : Math.max(r.outputTokens - 1, reserve));
+    return r.promptTokens + (r.stopAfterPrefill ? reserve : Math.max(mostOutput(r) - 1, reserve));
   }
 
   /**
@@ -1320,4 +1320,13 @@ function sortByRank(queue: RequestState[], rank: (r: RequestState) => number): v
   const keyed = queue.map((r, i) => ({ r, i, k: rank(r) }));
   keyed.sort((a, b) => a.k - b.k || a.i - b.i);
   for (let i = 0; i < keyed.length; i++) queue[i] = keyed[i]!.r;
+}
+
+/**
+ * The most output a request may produce, as a server's length check at the door counts it: its
+ * max_tokens when the client gave one (vLLM refuses prompt + max_tokens past max_model_len before any
+ * work), else its output.
+ */
+function mostOutput(r: RequestState): number {
+  return r.maxTokens === undefined ? r.outputTokens : Math.max(r.outputTokens, r.maxTokens);
 }

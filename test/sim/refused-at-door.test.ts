@@ -75,6 +75,35 @@ test('the engine refuses exactly what the door refuses: kvNeed is the peak submi
   }
 });
 
+test('the door counts max_tokens where the client gave it, as a server does, not the output it will turn out to have', () => {
+  // 200 + 150 max_tokens passes 300 although its 10 tokens of output would fit: vLLM refuses
+  // prompt + max_tokens past max_model_len before any work. Before, the engine took it and the
+  // simulator served it.
+  const requests: WorkloadRequest[] = [
+    { id: 'capped', arrival: 0, tokens: seq(200, 0), outputTokens: 10, maxTokens: 150, workload: 'test' },
+    { id: 'fits', arrival: 0.5, tokens: seq(200, 1000), outputTokens: 10, maxTokens: 80, workload: 'test' },
+  ];
+  const engine = new Engine({ costModel: simpleCostModel(300) });
+  assert.equal(
+    engine.kvNeed({ id: 'capped', tokens: seq(200, 0), outputTokens: 10, maxTokens: 150 }, 0),
+    349,
+  );
+  const result = simulate({
+    policy: new RouteSpy(),
+    instances: 2,
+    costModel: simpleCostModel(300),
+    requests,
+  });
+  assert.deepEqual(
+    result.refused.map((r) => r.id),
+    ['capped'],
+  );
+  assert.deepEqual(
+    result.records.map((r) => r.id),
+    ['fits'],
+  );
+});
+
 test('a disaggregated fleet refuses a request whose prompt fits a prefill instance but no decode one', () => {
   const big = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
   const small = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 1_000 });
