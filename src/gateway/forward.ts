@@ -74,8 +74,9 @@ export type AttemptOutcome =
       /** False: the routed (prefill) replica did nothing wrong; a retry may route there again. */
       readonly avoid?: boolean;
       /**
-       * The replica refused the prompt as longer than it can hold, and a replica of the pool with more
-       * KV is present: the retry avoids every replica no larger (`largerReplicas`), at once.
+       * The replica refused the prompt as longer than it can hold, and a replica of its pool and role
+       * that takes longer requests is present (`lengthLimit`): the retry avoids every replica no larger,
+       * at once.
        */
       readonly tooLong?: boolean;
       /** With `tooLong`: the replica that refused (the decode replica of a disaggregated request's decode leg). */
@@ -196,10 +197,11 @@ export async function forward(a: Attempt, reply: FastifyReply, ctx: ForwardConte
       // The client's mistake, reported by a working replica: pass it on, never count it as a fault.
       const text = await res.body.text();
       ctx.replicas.succeeded(replica);
-      if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
+      const tooLong = tooLongOutcome(ctx.replicas, replica, res.statusCode, text);
+      if (tooLong !== undefined) {
         // Too long for this replica, not for the fleet (mixed GPUs): a larger one may take it.
         settle(undefined, 'context_length');
-        return tooLongOutcome(text, replica.id);
+        return tooLong;
       }
       settle(undefined, 'client_error');
       markReply(reply, a);
@@ -454,8 +456,18 @@ export function isContextLengthRefusal(text: string): boolean {
   return /maximum context length|context length|context size/i.test(text);
 }
 
-/** A try refused by a replica too small for the prompt, to be retried on a larger one (`tooLong`). */
-export function tooLongOutcome(text: string, refusedBy: InstanceId): AttemptOutcome {
+/**
+ * A replica's 4xx answer `text` as a try to retry on a larger replica (`tooLong`): a context-length
+ * refusal while a replica of its pool and role takes longer requests; else undefined (the client's
+ * mistake, relayed).
+ */
+export function tooLongOutcome(
+  replicas: ReplicaSet,
+  replica: Replica,
+  status: number,
+  text: string,
+): AttemptOutcome | undefined {
+  if (status !== 400 || !isContextLengthRefusal(text) || !largerReplicas(replicas, replica)) return undefined;
   return {
     kind: 'retryable',
     status: 400,
@@ -463,7 +475,7 @@ export function tooLongOutcome(text: string, refusedBy: InstanceId): AttemptOutc
     code: 'context_length_exceeded',
     upstreamStatus: 400,
     tooLong: true,
-    refusedBy,
+    refusedBy: replica.id,
   };
 }
 
@@ -472,13 +484,13 @@ export function tooLongOutcome(text: string, refusedBy: InstanceId): AttemptOutc
  * tokens (configured, or its `costModel` preset's), and no more than the `max_model_len` its
  * /v1/models lists for its model (vLLM, SGLang and `preble engine` list one) where discovery read it.
  */
-export function lengthLimit(replica: Replica): number {
+function lengthLimit(replica: Replica): number {
   const listed = replica.models[0]?.max_model_len;
   return typeof listed === 'number' && listed > 0 ? Math.min(replica.kvTokens, listed) : replica.kvTokens;
 }
 
 /** Whether a present replica of `replica`'s pool and role takes longer requests than it does. */
-export function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean {
+function largerReplicas(replicas: ReplicaSet, replica: Replica): boolean {
   const limit = lengthLimit(replica);
   return replicas.peersOf(replica).some((r) => lengthLimit(r) > limit);
 }

@@ -19,10 +19,8 @@ import {
   describe,
   type ForwardContext,
   forward,
-  isContextLengthRefusal,
   isJson,
   isUndiciTimeout,
-  largerReplicas,
   tooLongOutcome,
   upstreamMessage,
 } from './forward.ts';
@@ -353,10 +351,11 @@ async function prefillLeg(
     if (res.statusCode >= 400) {
       // The client's mistake, reported by a working replica: pass it on.
       ctx.replicas.succeeded(replica);
-      if (res.statusCode === 400 && isContextLengthRefusal(text) && largerReplicas(ctx.replicas, replica)) {
+      const tooLong = tooLongOutcome(ctx.replicas, replica, res.statusCode, text);
+      if (tooLong !== undefined) {
         // Too long for this prefill replica, not for the pool: a larger one may take it (forward.ts).
         fail('context_length');
-        return { kind: 'done', outcome: tooLongOutcome(text, replica.id) };
+        return { kind: 'done', outcome: tooLong };
       }
       fail('client_error');
       if (isJson(text)) reply.code(res.statusCode).type('application/json').send(text);

@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
-import { RoundRobinPolicy } from '../../src/core/policies/round-robin.ts';
-import type { InstanceId, InstanceInfo } from '../../src/core/types.ts';
 import { createGateway, type Gateway } from '../../src/gateway/server.ts';
+import { InfoSpy } from '../helpers/info-spy.ts';
 import { MODEL } from './helpers.ts';
 
 // A fleet of mixed GPUs behind the live gateway: a replica's `costModel` preset reaches the policy
 // (InstanceInfo.costModel, which e2-plus prices it with) with that preset's KV capacity.
-
-class InfoSpy extends RoundRobinPolicy {
-  readonly infos = new Map<InstanceId, InstanceInfo>();
-  override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number) {
-    this.infos.set(instance, info);
-    super.instanceAdded(instance, info, now);
-  }
-}
 
 const gateways: Gateway[] = [];
 after(async () => {

@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
-import { RoundRobinPolicy } from '../../src/core/policies/round-robin.ts';
-import type { InstanceId, InstanceInfo } from '../../src/core/types.ts';
 import { simulate } from '../../src/sim/simulator.ts';
+import { InfoSpy } from '../helpers/info-spy.ts';
 import { seq } from '../helpers/simple-cost-model.ts';
-
-/** Keeps what each instance joined with. */
-class InfoSpy extends RoundRobinPolicy {
-  readonly infos = new Map<InstanceId, InstanceInfo>();
-  override instanceAdded(instance: InstanceId, info: InstanceInfo, now: number) {
-    this.infos.set(instance, info);
-    super.instanceAdded(instance, info, now);
-  }
-}
 
 test("the simulator tells the policy each instance's own cost model and KV (a fleet of mixed GPUs)", () => {
   const a6000 = costModelPreset('mistral-7b-a6000');
