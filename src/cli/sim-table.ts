@@ -48,14 +48,26 @@ export function simTable(reports: readonly SimReport[]): string {
   );
 }
 
-/** Requests refused (too large for every instance, or for the one chosen), said under the table; '' when none. */
+/** Requests refused (too large for every instance the policy would pick) or routed again, said under the table. */
 function refusedNote(reports: readonly SimReport[]): string {
-  const refused = reports.filter((r) => (r.refused ?? 0) > 0);
-  if (refused.length === 0) return '';
-  const counts = new Set(reports.map((r) => r.refused ?? 0));
+  return (
+    countNote(
+      reports,
+      'refused',
+      'refused, their prompt and output larger than the KV of every instance or of every one the policy would pick (left out of every figure above)',
+    ) +
+    countNote(reports, 'rerouted', 'served by a larger instance after one too small for them refused them')
+  );
+}
+
+/** One count of the runs, said under the table ('' when every run has none). */
+function countNote(reports: readonly SimReport[], field: 'refused' | 'rerouted', what: string): string {
+  const some = reports.filter((r) => (r[field] ?? 0) > 0);
+  if (some.length === 0) return '';
+  const counts = new Set(reports.map((r) => r[field] ?? 0));
   const which =
     counts.size === 1
-      ? `${refused[0]!.refused} of ${refused[0]!.requests} requests in every run`
-      : refused.map((r) => `${r.policy} @ ${fixed(r.rps, 3)}: ${r.refused} of ${r.requests}`).join(', ');
-  return `\n\nrefused, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure above): ${which}`;
+      ? `${some[0]![field]} of ${some[0]!.requests} requests in every run`
+      : some.map((r) => `${r.policy} @ ${fixed(r.rps, 3)}: ${r[field]} of ${r.requests}`).join(', ');
+  return `\n\n${what}: ${which}`;
 }

@@ -18,8 +18,8 @@ export interface RenderedReport {
 }
 
 /** One rate's refused requests: one count where every series refused as many, else each series'. */
-function refusedAt(cells: readonly CellResult[]): string {
-  const count = (c: CellResult) => `${c.report.refused ?? 0} of ${c.report.requests}`;
+function countAt(cells: readonly CellResult[], field: 'refused' | 'rerouted'): string {
+  const count = (c: CellResult) => `${c.report[field] ?? 0} of ${c.report.requests}`;
   const counts = unique(cells.map(count));
   const each = counts.length === 1 ? counts[0] : cells.map((c) => `${c.cell.series} ${count(c)}`).join(', ');
   return `${cells[0]!.report.rps} rps: ${each}`;
@@ -54,11 +54,25 @@ export function renderReport(
         `Warm-up left out of the latency, TTFT, TPOT and hit-rate figures below (requests arriving before it, counted for the first series; of a run lasting): ${firsts.map((r) => `${r.rps} rps: ${r.warmup === undefined ? 'none' : `${fixed(r.warmup.seconds, 0)} s, ${r.warmup.excluded} requests`} of ${fixed(r.durationSeconds, 0)} s`).join('; ')}.`,
         '',
       );
-    if (inPanel.some((c) => (c.report.refused ?? 0) > 0))
-      lines.push(
-        `Refused, their prompt and output larger than the KV of every instance or of the one chosen (left out of every figure below): ${rates.map((x) => refusedAt(inPanel.filter((c) => c.report.rps === x))).join('; ')}.`,
-        '',
-      );
+    const counted = (field: 'refused' | 'rerouted', what: string) => {
+      if (inPanel.some((c) => (c.report[field] ?? 0) > 0))
+        lines.push(
+          `${what}: ${rates
+            .map((x) =>
+              countAt(
+                inPanel.filter((c) => c.report.rps === x),
+                field,
+              ),
+            )
+            .join('; ')}.`,
+          '',
+        );
+    };
+    counted(
+      'refused',
+      'Refused, their prompt and output larger than the KV of every instance or of every one the policy would pick (left out of every figure below)',
+    );
+    counted('rerouted', 'Served by a larger instance after one too small for them refused them');
     lines.push(`| series | ${rates.map((x) => `${x} rps: mean / p99 latency`).join(' | ')} |`);
     lines.push(`|---|${rates.map(() => '---').join('|')}|`);
     for (const s of seriesNames) {

@@ -112,10 +112,16 @@ export interface SimReport {
   readonly completed: number;
   /**
    * Only when some were: requests refused because no instance could hold their prompt and output in
-   * its KV, or the one the policy chose could not (a server's context-length refusal; `SimResult.refused`);
-   * counted in `requests`, not in `completed` or any latency figure.
+   * its KV, or none the policy would pick among the larger ones after a smaller one refused them (a
+   * server's context-length refusal; `SimResult.refused`); counted in `requests`, not in `completed` or
+   * any latency figure.
    */
   readonly refused?: number;
+  /**
+   * Only when some were: requests an instance refused as too long for its KV and a larger one then
+   * served (`SimResult.rerouted`); counted in every figure.
+   */
+  readonly rerouted?: number;
   readonly latency: PercentileSummary;
   readonly ttft: PercentileSummary;
   readonly tpot: PercentileSummary;
@@ -380,6 +386,7 @@ function report(spec: SimSpec, queuePolicy: QueuePolicyName, result: SimResult):
     requests: records.length + result.refused.length,
     completed: summary.completed,
     ...(result.refused.length === 0 ? {} : { refused: result.refused.length }),
+    ...(result.rerouted === 0 ? {} : { rerouted: result.rerouted }),
     latency: summary.latency,
     ttft: summary.ttft,
     tpot: summary.tpot,

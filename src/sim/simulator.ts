@@ -1,4 +1,5 @@
 import TinyQueue from 'tinyqueue';
+import { NoInstanceAvailableError } from '../core/cluster-view.ts';
 import type { CostModel } from '../core/cost-model/types.ts';
 import {
   KV_LINK_CLASSES,
@@ -10,7 +11,14 @@ import {
 } from '../core/fleet/kv-link.ts';
 import type { LengthPredictor } from '../core/length/types.ts';
 import { disaggregatedPolicyNames } from '../core/policies/registry.ts';
-import type { FleetRequest, GlobalPolicy, InstanceId, Role, RouteDecision } from '../core/types.ts';
+import type {
+  FleetRequest,
+  GlobalPolicy,
+  InstanceId,
+  Role,
+  RouteDecision,
+  RouteRequest,
+} from '../core/types.ts';
 import { Engine, type EngineOptions, type KvLeg } from '../engine/engine.ts';
 import type {
   EngineFinish,
@@ -154,6 +162,11 @@ export interface SimResult {
    * a request past its context length. Not in `records`.
    */
   readonly refused: RefusedRequest[];
+  /**
+   * Requests an instance refused as too long for its KV and a larger one then served: routed again at
+   * arrival, or their decode picked again when the KV was ready (no second prefill).
+   */
+  readonly rerouted: number;
 }
 
 /** A request the simulator refused (`SimResult.refused`). */
@@ -307,6 +320,7 @@ export function simulate(options: SimulatorOptions): SimResult {
   let events = 0;
   let iterations = 0;
   let inFlight = 0;
+  let rerouted = 0;
   let finished = 0;
   let lastFinish = 0;
   const progressEvery = options.progressEvery ?? 1000;
@@ -458,6 +472,18 @@ export function simulate(options: SimulatorOptions): SimResult {
     return undefined;
   };
 
+  /**
+   * An instance refused a request as too long for its KV: it, and every active instance of its role no
+   * larger, join `avoid` (each would refuse it too), so the policy's next pick is a larger one, as the
+   * gateway retries a replica's context-length 400 (docs/gateway.md, "Forward").
+   */
+  const avoidNoLarger = (small: InstanceId, avoid: InstanceId[]) => {
+    const limit = engines[small]!.kvCapacityTokens;
+    for (let i = 0; i < engines.length; i++)
+      if (roles[i] === roles[small] && engines[i]!.kvCapacityTokens <= limit && !avoid.includes(i))
+        avoid.push(i);
+  };
+
   /** The policy placed a leg of `id` on `instance`, which must be present and have `roleWanted`. */
   const checkPlacement = (leg: 'prefill' | 'decode', id: string, instance: InstanceId, ok: boolean) => {
     const role = roles[instance];
@@ -469,10 +495,10 @@ export function simulate(options: SimulatorOptions): SimResult {
   };
 
   /**
-   * The decode instance picked when the KV was ready is too small for the request's decode (a fleet of
-   * mixed KV sizes): it refuses it, as a decode server answers 400, after the prefill ran. The prefill
+   * No decode instance picked when the KV was ready could hold the request's decode (a fleet of mixed
+   * KV sizes; each refused it, as a decode server answers 400, after the prefill ran). The prefill
    * instance lets the KV go (the prompt stays in its cache), the policy is told `requestFailed`, and the
-   * request leaves the records for `refused`, like one the instance chosen at arrival refuses.
+   * request leaves the records for `refused`, like one no instance chosen at arrival could hold.
    */
   const refuseAtKvReady = (j: Journey, prefill: InstanceId, decode: InstanceId, end: number) => {
     const id = j.request.id;
@@ -505,11 +531,33 @@ export function simulate(options: SimulatorOptions): SimResult {
         throw new Error(
           `policy ${policy.name} routed '${kv.id}' with decode 'at-kv-ready' but has no routeDecode`,
         );
-      decode = policy.routeDecode(kv.id, prefill, kv.kvTokens, end);
-      checkPlacement('decode', kv.id, decode, roles[decode] === 'decode' || roles[decode] === 'mixed');
-      if (!holds(engines[decode]!, j.request, 'decode', end)) {
-        refuseAtKvReady(j, prefill, decode, end);
-        return;
+      // A decode instance too small for the request refuses it before pulling the KV; the policy picks
+      // again among the larger ones (the same KV, no second prefill), as the gateway does.
+      const avoid: InstanceId[] = [];
+      let refusedBy: InstanceId | undefined;
+      for (;;) {
+        let pick: InstanceId;
+        try {
+          pick = policy.routeDecode(
+            kv.id,
+            prefill,
+            kv.kvTokens,
+            end,
+            ...(refusedBy === undefined ? [] : [avoid]),
+          );
+        } catch (error) {
+          if (refusedBy === undefined || !(error instanceof NoInstanceAvailableError)) throw error;
+          refuseAtKvReady(j, prefill, refusedBy, end);
+          return;
+        }
+        checkPlacement('decode', kv.id, pick, roles[pick] === 'decode' || roles[pick] === 'mixed');
+        if (holds(engines[pick]!, j.request, 'decode', end)) {
+          decode = pick;
+          if (refusedBy !== undefined) rerouted++;
+          break;
+        }
+        refusedBy ??= pick;
+        avoidNoLarger(pick, avoid);
       }
       bound[decode]!++;
     } else decode = j.decode;
@@ -758,34 +806,49 @@ export function simulate(options: SimulatorOptions): SimResult {
         const prediction = predictions?.predict(r, e.time);
         // The policy sees what a gateway would: the prompt and the client's max_tokens, never the true
         // output length (a predictor's guess, when one runs).
-        const d = policy.route(
-          {
-            id: r.id,
-            tokens: r.tokens,
-            arrival: r.arrival,
-            ...(r.maxTokens === undefined ? {} : { outputLenHint: r.maxTokens }),
-            ...(prediction === undefined ? {} : { predictedOutputTokens: prediction.tokens }),
-          },
-          e.time,
-        );
-        // A policy may borrow an instance for this very request (Splitwise's mixed pool).
-        takeFleetRequests(e.time);
-        const split = splitsLegs(d);
-        const small = tooSmall(d, split, whole, e.time);
-        if (small !== undefined) {
-          // The instance refuses it, as a replica answers 400 past its context length: the policy is
-          // told it failed, and the run goes on.
-          predictions?.forget(r.id);
+        const routeRequest: RouteRequest = {
+          id: r.id,
+          tokens: r.tokens,
+          arrival: r.arrival,
+          ...(r.maxTokens === undefined ? {} : { outputLenHint: r.maxTokens }),
+          ...(prediction === undefined ? {} : { predictedOutputTokens: prediction.tokens }),
+        };
+        // An instance too small for it refuses it, as a replica answers 400 past its context length:
+        // the policy is told it failed and routes it again among the larger ones, as the gateway does.
+        const avoid: InstanceId[] = [];
+        let refusedBy: InstanceId | undefined;
+        let d: RouteDecision | undefined;
+        let split = false;
+        for (;;) {
+          try {
+            d = policy.route(refusedBy === undefined ? routeRequest : { ...routeRequest, avoid }, e.time);
+          } catch (error) {
+            if (refusedBy === undefined || !(error instanceof NoInstanceAvailableError)) throw error;
+            d = undefined;
+            break;
+          }
+          // A policy may borrow an instance for this very request (Splitwise's mixed pool).
+          takeFleetRequests(e.time);
+          split = splitsLegs(d);
+          const small = tooSmall(d, split, whole, e.time);
+          if (small === undefined) break;
           policy.requestFailed(r.id, e.time);
+          refusedBy ??= small;
+          avoidNoLarger(small, avoid);
+        }
+        if (d === undefined) {
+          // Every instance the policy could pick was too small: the request is refused, the run goes on.
+          predictions?.forget(r.id);
           refused.push({
             id: r.id,
             arrival: r.arrival,
             promptTokens: r.tokens.length,
             outputTokens: r.outputTokens,
-            instance: small,
+            instance: refusedBy!,
           });
           break;
         }
+        if (refusedBy !== undefined) rerouted++;
         const record: SimRecord = {
           id: r.id,
           workload: r.workload,
@@ -909,5 +972,6 @@ export function simulate(options: SimulatorOptions): SimResult {
     fleetLog,
     ...(migrator === undefined ? {} : { migrationLog: migrator.log }),
     refused,
+    rerouted,
   };
 }

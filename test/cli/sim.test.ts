@@ -442,19 +442,46 @@ test('preble sim replays a trace at its own timing without --rps, and re-times i
   assert.equal(nothing.stderr.trim(), `preble: mooncake:${empty}: the trace has no rows`);
 });
 
-test('preble sim refuses a trace row too large for any instance, says so under the table, and runs the rest', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'preble-sim-refused-'));
-  const trace = join(dir, 'trace.jsonl');
-  // Row 2 needs 2,048 + 3 KV tokens; each instance holds 1,500.
-  const rows = [512, 512, 2048, 512].map((tokens, k) =>
+/** A Mooncake trace of rows of these prompt lengths (whole 512-token blocks, none shared), a second apart. */
+function mooncakeRows(prefix: string, lengths: readonly number[]): string {
+  const trace = join(mkdtempSync(join(tmpdir(), prefix)), 'trace.jsonl');
+  const rows = lengths.map((tokens, k) =>
     JSON.stringify({
       timestamp: 1000 * k,
       input_length: tokens,
       output_length: 4,
-      hash_ids: Array.from({ length: tokens / 512 }, (_, b) => 10 * k + b),
+      hash_ids: Array.from({ length: tokens / 512 }, (_, b) => 1000 * k + b),
     }),
   );
   writeFileSync(trace, `${rows.join('\n')}\n`);
+  return trace;
+}
+
+test('preble sim: an instance too small for a row refuses it and a larger one serves it, said under the table', async () => {
+  // The mixed fleet lists 2 A6000 instances (204,072 KV tokens) then 2 H100 ones (105,366): round
+  // robin sends row 3, 150,016 tokens, to an H100 instance first.
+  const trace = mooncakeRows('preble-sim-rerouted-', [512, 512, 512, 150_016]);
+  const base = ['sim', '--workload', `mooncake:${trace}`, '--requests', '4'];
+  const fleet = ['--fleet', 'examples/fleets/mixed-a6000-h100.yaml', '--policy', 'round-robin'];
+  const json = await runCli([...base, ...fleet, '--json']);
+  assert.equal(json.code, 0, json.stderr);
+  const report = JSON.parse(json.stdout);
+  // Before: refused (3 of 4 completed).
+  assert.deepEqual(
+    [report.requests, report.completed, report.refused, report.rerouted],
+    [4, 4, undefined, 1],
+  );
+  const text = await runCli([...base, ...fleet]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(
+    text.stdout,
+    /served by a larger instance after one too small for them refused them: 1 of 4 requests in every run/,
+  );
+});
+
+test('preble sim refuses a trace row too large for any instance, says so under the table, and runs the rest', async () => {
+  // Row 2 needs 2,048 + 3 KV tokens; each instance holds 1,500.
+  const trace = mooncakeRows('preble-sim-refused-', [512, 512, 2048, 512]);
   const base = ['sim', '--workload', `mooncake:${trace}`, '--requests', '4', '--kv-tokens', '1500'];
   const json = await runCli([...base, '--json']);
   assert.equal(json.code, 0, json.stderr);
@@ -464,6 +491,6 @@ test('preble sim refuses a trace row too large for any instance, says so under t
   assert.equal(text.code, 0, text.stderr);
   assert.match(
     text.stdout,
-    /refused, their prompt and output larger than the KV of every instance or of the one chosen \(left out of every figure above\): 1 of 4 requests in every run/,
+    /refused, their prompt and output larger than the KV of every instance or of every one the policy would pick \(left out of every figure above\): 1 of 4 requests in every run/,
   );
 });

@@ -41,7 +41,7 @@ test("an experiment's report says how many requests of a panel were refused", ()
   const { markdown } = renderReport(experiment, results, { command: 'test' });
   assert.match(
     markdown,
-    /Refused, their prompt and output larger than the KV of every instance or of the one chosen \(left out of every figure below\): 2 rps: 1 of 3\./,
+    /Refused, their prompt and output larger than the KV of every instance or of every one the policy would pick \(left out of every figure below\): 2 rps: 1 of 3\./,
   );
   // Series that refused different counts are each named.
   const mixed = runCells([cell('round-robin'), cell('e2-plus', 1000)]);

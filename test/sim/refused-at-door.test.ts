@@ -197,9 +197,9 @@ test("a decode-role engine's need is its decode as adopt takes it (no-preempt re
   assert.equal(engine.kvNeed({ ...request, id: 'e', maxTokens: 102 }, 0), 301);
 });
 
-test('in a fleet of mixed KV sizes, the instance chosen too small refuses the request; the policy is told it failed', () => {
+test('in a fleet of mixed KV sizes, the instance chosen too small refuses the request; the policy is told and routes it to a larger one', () => {
   const policy = new RouteSpy();
-  // Round robin alternates 0, 1, 0, 1: instance 0 (300 tokens) cannot hold a 500-token prompt, 1 (1,000) can.
+  // Round robin alternates: instance 0 (300 tokens) cannot hold a 500-token prompt, 1 (1,000) can.
   const requests: WorkloadRequest[] = [500, 100, 500, 500].map((prompt, k) => ({
     id: `r${k}`,
     arrival: k * 0.5,
@@ -207,7 +207,7 @@ test('in a fleet of mixed KV sizes, the instance chosen too small refuses the re
     outputTokens: 4,
     workload: 'test',
   }));
-  // Before: the engine threw "needs 503 KV tokens, more than the capacity of 300" and the run ended.
+  // Before: the refused ones were left out (a gateway retries a replica's context-length 400 on a larger one).
   const result = simulate({
     policy,
     instances: 2,
@@ -218,21 +218,16 @@ test('in a fleet of mixed KV sizes, the instance chosen too small refuses the re
     ],
     requests,
   });
-  assert.deepEqual(
-    result.refused.map((r) => [r.id, r.instance]),
-    [
-      ['r0', 0],
-      ['r2', 0],
-    ],
-  );
-  assert.deepEqual(policy.failed, ['r0', 'r2']);
-  assert.deepEqual(
-    result.records.map((r) => [r.id, r.instance]),
-    [
-      ['r1', 1],
-      ['r3', 1],
-    ],
-  );
+  assert.deepEqual(result.refused, []);
+  assert.equal(result.rerouted, 2);
+  // Round robin's turn moves on with each pick: r0 -> 0 (refused) -> 1, r1 -> 0, r2 -> 1, r3 -> 0 -> 1.
+  assert.deepEqual(policy.failed, ['r0', 'r3'], 'the policy is told of each refusal');
+  assert.deepEqual(policy.seen, ['r0', 'r0', 'r1', 'r2', 'r3', 'r3']);
+  for (const r of result.records) {
+    if (r.promptTokens === 500) assert.equal(r.instance, 1, `${r.id} on the larger instance`);
+    assert.ok(r.finish > r.arrival, `${r.id} finished`);
+  }
+  assert.equal(result.records.length, 4);
 });
 
 // One prefill instance and two decode instances, 1 with 1,000 KV tokens and 2 with 40,000.
@@ -253,7 +248,7 @@ const mixedSizeDecodes = {
   },
 };
 
-test('a decode instance named at arrival too small for the decode refuses it (Splitwise, mixed sizes)', () => {
+test('a decode instance named at arrival too small for the decode refuses it; routed again, it decodes on a larger one (Splitwise, mixed sizes)', () => {
   const policy = createGlobalPolicy('splitwise', { costModel: big });
   const result = simulate({
     policy,
@@ -261,13 +256,17 @@ test('a decode instance named at arrival too small for the decode refuses it (Sp
     engine: { queuePolicy: 'fcfs' },
     requests: [{ id: 'long', arrival: 0, tokens: seq(2_000, 1), outputTokens: 8, workload: 'test' }],
   });
+  // Before: refused by instance 1.
+  assert.deepEqual(result.refused, []);
+  assert.equal(result.rerouted, 1);
   assert.deepEqual(
-    result.refused.map((r) => [r.id, r.instance]),
-    [['long', 1]],
+    result.records.map((r) => [r.id, r.instance, r.decodeInstance, r.finish > 0]),
+    [['long', 0, 2, true]],
   );
 });
 
-test('a decode instance picked when the KV is ready, too small for the decode, refuses it after the prefill (DistServe, mixed sizes)', () => {
+/** DistServe that lists each request it is told failed. */
+const distServeSpy = () => {
   const policy = createGlobalPolicy('distserve', { costModel: big });
   const failed: string[] = [];
   const requestFailed = policy.requestFailed.bind(policy);
@@ -275,9 +274,13 @@ test('a decode instance picked when the KV is ready, too small for the decode, r
     failed.push(id);
     requestFailed(id, now);
   };
-  // Ties rotate over the decode instances 1 (1,000 tokens) and 2 (40,000): 'long' goes to 1 and is
-  // refused there once prefilled, 'short' to 2, 'fits' (prompt and output 1,000 - 1) to 1.
-  const requests: WorkloadRequest[] = [
+  return { policy, failed };
+};
+
+// Ties rotate over the decode instances 1 (1,000 tokens) and 2 (40,000): 'long' is picked 1 first,
+// 'short' and 'fits' (prompt and output 1,000 - 1) follow.
+const decodeStream = (): WorkloadRequest[] =>
+  [
     ['long', 2_000],
     ['short', 100],
     ['fits', 992],
@@ -288,21 +291,44 @@ test('a decode instance picked when the KV is ready, too small for the decode, r
     outputTokens: 8,
     workload: 'test',
   }));
-  // Before: the decode engine threw "needs 2007 KV tokens, more than the capacity of 1000" and the run ended.
-  const result = simulate({ policy, ...mixedSizeDecodes, requests });
+
+test('a decode instance picked when the KV is ready, too small for the decode, refuses it; a larger one pulls the same KV (DistServe, mixed sizes)', () => {
+  const { policy, failed } = distServeSpy();
+  const asked: (readonly number[])[] = [];
+  const routeDecode = policy.routeDecode!.bind(policy);
+  policy.routeDecode = (id, prefill, kvTokens, now, avoid) => {
+    asked.push(avoid ?? []);
+    return routeDecode(id, prefill, kvTokens, now, avoid);
+  };
+  // Before: 'long' was refused after its prefill.
+  const result = simulate({ policy, ...mixedSizeDecodes, requests: decodeStream() });
+  assert.deepEqual(result.refused, []);
+  assert.equal(result.rerouted, 1);
+  assert.deepEqual(failed, [], 'no request failed: the prefill ran once');
+  assert.deepEqual(asked[0], [], 'the first pick avoids nothing');
+  assert.deepEqual(asked[1], [1], 'the retry avoids the refusing instance');
+  const long = result.records.find((r) => r.id === 'long')!;
+  assert.deepEqual([long.instance, long.decodeInstance, long.outputTokens], [0, 2, 8]);
+  assert.ok(long.finish > 0);
+  assert.equal(result.records.length, 3);
+  assert.equal(result.engines[0]!.heldKvTokens, 0, 'every KV left the prefill instance');
+});
+
+test('when no decode instance left can hold the decode, the request is refused after its prefill and the prefill instance lets its KV go', () => {
+  const { policy, failed } = distServeSpy();
+  // The large decode instance drains while 'long' prefills: the small one is all that is left.
+  const result = simulate({
+    policy,
+    ...mixedSizeDecodes,
+    fleetActions: [{ at: 0.01, action: 'drain', instance: 2 }],
+    requests: decodeStream().slice(0, 1),
+  });
   assert.deepEqual(
     result.refused.map((r) => [r.id, r.instance, r.prefilledOn]),
     [['long', 1, 0]],
   );
+  assert.equal(result.rerouted, 0);
   assert.deepEqual(failed, ['long']);
-  assert.deepEqual(
-    result.records.map((r) => [r.id, r.decodeInstance, r.finish > 0]),
-    [
-      ['short', 2, true],
-      ['fits', 1, true],
-    ],
-  );
-  // The prefill instance let the refused request's KV go; its prompt stays cached there.
   assert.equal(result.engines[0]!.heldKvTokens, 0);
 });
 
