@@ -481,11 +481,14 @@ export function tooLongOutcome(
 
 /**
  * The longest request (prompt and max_tokens) a replica takes, as far as the gateway knows: its KV
- * tokens (configured, or its `costModel` preset's), and no more than the `max_model_len` its
- * /v1/models lists for its model (vLLM, SGLang and `preble engine` list one) where discovery read it.
+ * tokens (configured, or its `costModel` preset's), and no more than the limit its /v1/models lists
+ * for its model where discovery read it: `max_model_len` (vLLM, SGLang, `preble engine`), or
+ * llama-server's `meta.n_ctx` (one slot's context, what it checks a prompt against; not `n_ctx_train`).
  */
 function lengthLimit(replica: Replica): number {
-  const listed = replica.models[0]?.max_model_len;
+  const model = replica.models[0];
+  const meta = model?.meta as { n_ctx?: unknown } | undefined;
+  const listed = model?.max_model_len ?? meta?.n_ctx;
   return typeof listed === 'number' && listed > 0 ? Math.min(replica.kvTokens, listed) : replica.kvTokens;
 }
 
