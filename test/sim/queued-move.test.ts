@@ -5,8 +5,8 @@ import { BasePolicy, NO_COSTS } from '../../src/core/policies/base-policy.ts';
 import { Random } from '../../src/core/random.ts';
 import type { InstanceId, MigrationRequest, RouteDecision, RouteRequest } from '../../src/core/types.ts';
 import { simulate } from '../../src/sim/simulator.ts';
-import type { WorkloadRequest } from '../../src/workloads/types.ts';
-import { seq, simpleCostModel } from '../helpers/simple-cost-model.ts';
+import { simpleCostModel } from '../helpers/simple-cost-model.ts';
+import { spacedStream } from '../helpers/spaced-stream.ts';
 
 /**
  * Everything goes to instance 0; at every tick, queued moves of random requests seen so far (waiting,
@@ -48,20 +48,6 @@ class QueuedMoves extends BasePolicy {
   }
 }
 
-function stream(specs: readonly { prompt: number; output: number; gapMs: number }[]): WorkloadRequest[] {
-  let at = 0;
-  return specs.map((r, i) => {
-    at += r.gapMs / 1000;
-    return {
-      id: `r${i}`,
-      arrival: at,
-      tokens: seq(r.prompt, 1000 * i),
-      outputTokens: r.output,
-      workload: 'test',
-    };
-  });
-}
-
 describe('queued move in the simulator', () => {
   it('moves waiting requests with no KV copied, refuses started ones, and loses or repeats no token', () => {
     const outcomes = { done: 0, aborted: 0 };
@@ -80,7 +66,7 @@ describe('queued move in the simulator', () => {
           ),
         }),
         (s) => {
-          const requests = stream(s.requests);
+          const requests = spacedStream(s.requests);
           const policy = new QueuedMoves(new Random(s.seed), s.instances);
           const result = simulate({
             policy,
