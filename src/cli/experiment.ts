@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { experiments, findExperiment } from '../experiments/registry.ts';
 import { ensureWritableDir } from './out-dir.ts';
@@ -16,6 +16,7 @@ interface ExperimentFlags {
   azureConv?: string;
   mooncake?: string;
   bailian?: string;
+  fleet?: string;
   json?: boolean;
 }
 
@@ -60,6 +61,10 @@ export function registerExperiment(program: Command): void {
       "a Qwen-Bailian JSONL trace (timestamps in seconds, 16-token block hashes) for the policies grid's bailian panel (left out without one)",
     )
     .option(
+      '--fleet <file>',
+      'the policies grid on this fleet (a YAML/JSON file of instance specs, each with its own preset; docs/fleets.md) in place of its 4 and 8 Mistral-7B A6000s',
+    )
+    .option(
       '--json',
       'also print the claims record on stdout: {"experiment", "claims": [{"id", "source", "statement", "paper", "measured", "holds"}]}',
     )
@@ -75,6 +80,15 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     import('./plot-files.ts'),
   ]);
   const requests = flags.requests ?? experiment.defaultRequests;
+  if (flags.fleet !== undefined && name !== 'policies')
+    throw new Error(`--fleet: experiment '${name}' runs its own fleets (only policies takes one)`);
+  const fleet =
+    flags.fleet === undefined
+      ? undefined
+      : {
+          label: basename(flags.fleet).replace(/\.(ya?ml|json)$/i, ''),
+          fleet: (await import('./fleet-file.ts')).fleetFromFlag(flags.fleet, 'mistral-7b-a6000'),
+        };
   if (flags.repeats !== undefined && experiment.defaultRepeats === undefined)
     throw new Error(`--repeats: experiment '${name}' runs each cell once (only ${repeatable()} repeats)`);
   const repeats = flags.repeats ?? experiment.defaultRepeats;
@@ -94,6 +108,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     ...(flags.azureConv === undefined ? {} : { azureConvTrace: flags.azureConv }),
     ...(flags.mooncake === undefined ? {} : { mooncakeTrace: flags.mooncake }),
     ...(flags.bailian === undefined ? {} : { bailianTrace: flags.bailian }),
+    ...(fleet === undefined ? {} : { fleet }),
   });
   if (cells.length === 0) throw new Error('no simulation to run (check --only)');
   const started = Date.now();
@@ -110,6 +125,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     .concat(flags.azureConv === undefined ? [] : [`--azure-conv ${flags.azureConv}`])
     .concat(flags.mooncake === undefined ? [] : [`--mooncake ${flags.mooncake}`])
     .concat(flags.bailian === undefined ? [] : [`--bailian ${flags.bailian}`])
+    .concat(flags.fleet === undefined ? [] : [`--fleet ${flags.fleet}`])
     .join(' ');
   const { markdown, plots } = renderReport(experiment, results, {
     command,

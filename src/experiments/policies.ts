@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { costModelPreset } from '../core/cost-model/presets.ts';
+import type { Fleet } from '../core/fleet/fleet.ts';
 import { percentiles } from '../report/stats.ts';
 import { fixed } from '../report/text-table.ts';
-import { runSimulation } from '../sim/run.ts';
+import { fleetRun, runSimulation, type SimSpec } from '../sim/run.ts';
 import { baseWorkloadNames } from '../workloads/base-workloads.ts';
 import { mixed } from '../workloads/mixed.ts';
 import { createWorkload } from '../workloads/registry.ts';
@@ -184,13 +185,17 @@ function beyondContents(options: ExperimentOptions): (Content & { readonly name:
   return list;
 }
 
-/** Round robin's saturation rate (requests/s for the whole cluster) from a short sweep. */
+/**
+ * Round robin's saturation rate (requests/s for the whole cluster) from a short sweep; on `fleet`'s
+ * instances where given (`fleetRun`), `instances` of `costModel` otherwise.
+ */
 export function saturationRate(
   stream: Stream,
   instances: number,
   seed: number,
   requests: number,
   costModel = costModelPreset('mistral-7b-a6000'),
+  fleet: Partial<SimSpec> = {},
 ): { rps: number; reference: number } {
   let reference = Number.NaN;
   let last = 0;
@@ -206,6 +211,7 @@ export function saturationRate(
       costModel,
       seed,
       requests: () => stream(runRequests, rps, seed, instances),
+      ...fleet,
     });
     if (Number.isNaN(reference)) reference = report.latency.mean;
     else if (report.latency.mean > SATURATION_FACTOR * reference) return { rps, reference };
@@ -215,26 +221,49 @@ export function saturationRate(
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
+/** What the grid ran on, in words: Mistral-7B on A6000, or a fleet's instances by preset. */
+function fleetWords(results: readonly CellResult[]): string {
+  const fleet = results.find((r) => r.cell.spec.fleet !== undefined)?.cell.spec.fleet;
+  if (fleet === undefined) return 'Cost model: Mistral-7B on A6000';
+  const counts = new Map<string, number>();
+  for (const i of fleet) counts.set(i.costModel, (counts.get(i.costModel) ?? 0) + 1);
+  const parts = [...counts].map(([preset, n]) => `${n} x ${preset}`);
+  return `Fleet: ${parts.join(' + ')} (each instance runs its own preset; e2-plus prices each with it)`;
+}
+
+/** A fleet's run fields for the grid, whose policies are colocated: every instance must be mixed. */
+function gridFleet(fleet: Fleet): ReturnType<typeof fleetRun> {
+  const other = fleet.instances.find((i) => i.role !== 'mixed');
+  if (other !== undefined)
+    throw new Error(
+      `--fleet: the policies grid runs colocated policies; instance ${other.id} is ${other.role} (every instance must be mixed)`,
+    );
+  return fleetRun(fleet);
+}
+
 export const policies: Experiment = {
   name: 'policies',
   defaultRequests: 1500,
   defaultRepeats: 3,
   showWorkingSet: true,
   title:
-    'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances; beyond the target, no sharing, multi-turn chat, the Azure traces and a Mooncake or Qwen-Bailian trace if given',
+    'Global policies grid (issue 11): e2-plus and e2 against the anchors on every workload, mixed and Azure-timed arrivals, three loads, 4 and 8 instances (or the fleet given); beyond the target, no sharing, multi-turn chat, the Azure traces and a Mooncake or Qwen-Bailian trace if given',
   cells(options: ExperimentOptions): Cell[] {
     skipped.length = 0;
     const costModel = costModelPreset('mistral-7b-a6000');
     const series = GRID_POLICIES.filter((p) => options.only === undefined || options.only.includes(p));
+    const fleet = options.fleet === undefined ? undefined : gridFleet(options.fleet.fleet);
+    const sizes = fleet === undefined ? GRID_SIZES : [fleet.instances];
     const cells: Cell[] = [];
     for (const content of contents(options)) {
-      for (const instances of GRID_SIZES) {
+      for (const instances of sizes) {
         const saturation = saturationRate(
           content.stream,
           instances,
           options.seed,
           options.requests,
           costModel,
+          fleet,
         ).rps;
         for (const load of LOADS) {
           const rps = round2(saturation * load.share);
@@ -250,7 +279,7 @@ export const policies: Experiment = {
             const seed = options.seed + repeat;
             for (const policy of series) {
               cells.push({
-                panel: `${content.name}, ${instances} x Mistral-7B on A6000`,
+                panel: `${content.name}, ${options.fleet?.label ?? `${instances} x Mistral-7B on A6000`}`,
                 series: policy,
                 repeat,
                 spec: {
@@ -262,6 +291,7 @@ export const policies: Experiment = {
                   seed,
                   warmupSeconds: warmupSeconds(requests, rps),
                   requests: () => content.stream(requests, rps, seed, instances),
+                  ...fleet,
                 },
               });
             }
@@ -287,7 +317,7 @@ export const policies: Experiment = {
       `Loads per panel: a round-robin sweep (the grid's requests per run or ${SWEEP_MIN_SECONDS} s of arrivals, whichever is more; per-instance rates ${SWEEP_RATES_PER_INSTANCE.join(', ')})`,
       `finds the first rate at which round robin's mean latency exceeds ${SATURATION_FACTOR}x its latency at the lowest rate: that is "heavy";`,
       '"medium" and "light" are a half and a quarter of it. The rates (the columns above) therefore follow the workload',
-      "generators as they change. Cost model: Mistral-7B on A6000; engines' queue policy lpm for every policy.",
+      `generators as they change. ${fleetWords(results)}; engines' queue policy lpm for every policy.`,
       "Working sets scale with the cluster as the authors' generators do (each panel states its own against the fleet's KV).",
       ...(pooled
         ? [
@@ -475,6 +505,7 @@ export const policies: Experiment = {
         r.cell.series === 'e2' &&
         repeatOf(r) === 0 &&
         paperPanel(r.cell.panel) &&
+        r.cell.spec.fleet === undefined &&
         loadOf(results, r) !== 'light',
     );
     const ratios = e2.flatMap((r) => {

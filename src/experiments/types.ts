@@ -1,3 +1,4 @@
+import type { Fleet } from '../core/fleet/fleet.ts';
 import type { SimReport, SimSpec } from '../sim/run.ts';
 import type { PlotRequest } from './report.ts';
 
@@ -48,6 +49,11 @@ export interface ExperimentOptions {
   readonly mooncakeTrace?: string;
   /** A Qwen-Bailian trace (16-token block hashes) for the policies grid's `bailian` panel; none by default. */
   readonly bailianTrace?: string;
+  /**
+   * The policies grid on this fleet (`--fleet`: its instances, each with its own preset) in place of
+   * its 4 and 8 Mistral-7B A6000s; `label` names it in the panels.
+   */
+  readonly fleet?: { readonly label: string; readonly fleet: Fleet };
 }
 
 /** One entry of `preble experiment NAME --json` (docs/design.md, "Experiments and their claims"). */

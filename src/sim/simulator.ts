@@ -156,10 +156,10 @@ export interface SimResult {
   readonly migrationLog?: MigrationLogEntry[];
   /**
    * Requests refused, never served: at arrival because no active instance could hold their prompt and
-   * output in its KV (`refusedAtDoor`) or the one the policy chose could not (`tooSmall`), or after
-   * their prefill because the decode instance picked when the KV was ready could not
-   * (`refuseAtKvReady`); the policy is told `requestFailed` when it had placed them. As a server refuses
-   * a request past its context length. Not in `records`.
+   * output in its KV (`refusedAtDoor`) or none the policy would pick among the larger ones after a
+   * smaller one refused them (`tooSmall`), or after their prefill because no decode instance picked
+   * when the KV was ready could (`refuseAtKvReady`); the policy is told `requestFailed` when it had
+   * placed them. As a server refuses a request past its context length. Not in `records`.
    */
   readonly refused: RefusedRequest[];
   /**
@@ -175,11 +175,14 @@ export interface RefusedRequest {
   readonly arrival: number;
   readonly promptTokens: number;
   readonly outputTokens: number;
-  /** Refused by the instance the policy chose, too small for it (absent: no instance could hold it). */
+  /**
+   * The first instance the policy chose that refused it, too small for it (the larger ones it would
+   * pick refused too, or there were none). Absent: no instance could hold it.
+   */
   readonly instance?: InstanceId;
   /**
-   * Its prefill ran here before `instance`, the decode instance the policy picked when the KV was
-   * ready (`'at-kv-ready'`), refused its decode. Absent: refused at arrival.
+   * Its prefill ran here before `instance`, the first decode instance the policy picked when the KV
+   * was ready (`'at-kv-ready'`), refused its decode. Absent: refused at arrival.
    */
   readonly prefilledOn?: InstanceId;
 }

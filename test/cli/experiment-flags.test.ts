@@ -20,3 +20,24 @@ test('preble experiment --repeats: refused by an experiment that runs each cell 
     assert.match(bad.stderr, message);
   }
 });
+
+test('preble experiment --fleet: only the policies grid takes one, of mixed instances; bad input fails in one line', async () => {
+  for (const [args, message] of [
+    [
+      ['ablation', '--fleet', 'examples/fleets/mixed-a6000-h100.yaml'],
+      /^preble: --fleet: experiment 'ablation' runs its own fleets \(only policies takes one\)\n$/,
+    ],
+    [
+      ['policies', '--fleet', '2P2D'],
+      /^preble: --fleet: the policies grid runs colocated policies; instance 0 is prefill \(every instance must be mixed\)\n$/,
+    ],
+    [
+      ['policies', '--fleet', '/nonexistent/fleet.yaml'],
+      /^preble: cannot read fleet file \/nonexistent\/fleet\.yaml: ENOENT\n$/,
+    ],
+  ] as const) {
+    const bad = await runCli(['experiment', ...args, '--out', '/tmp']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, message);
+  }
+});

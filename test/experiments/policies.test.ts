@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { fleetFromFlag } from '../../src/cli/fleet-file.ts';
 import {
   GRID_SIZES,
   LOADS,
@@ -14,6 +15,7 @@ import {
 import { runCells } from '../../src/experiments/runner.ts';
 import type { CellResult } from '../../src/experiments/types.ts';
 import { percentiles } from '../../src/report/stats.ts';
+import { fleetRun } from '../../src/sim/run.ts';
 import { createWorkload } from '../../src/workloads/registry.ts';
 import { workingSet } from '../../src/workloads/working-set.ts';
 import { shortened } from './shortened.ts';
@@ -296,4 +298,52 @@ test("the saturation sweep's runs last at least a minute of arrivals at every ra
   );
   for (const [requests, rps] of asked)
     assert.equal(requests, Math.max(100, Math.ceil(SWEEP_MIN_SECONDS * rps)));
+});
+
+test('--fleet: the grid runs on the given fleet, one size, its panels named for it; the paper claim is left out', () => {
+  const fleet = fleetFromFlag('examples/fleets/mixed-a6000-h100.yaml', 'mistral-7b-a6000');
+  const only = ['e2-plus', 'round-robin', 'e2'];
+  const cells = policies.cells({
+    requests: 20,
+    seed: 0,
+    only,
+    ...missing,
+    fleet: { label: 'mixed-a6000-h100', fleet },
+  });
+  // The five workloads and mixed, sharegpt-like and conversation: one size (the fleet's), three loads.
+  assert.equal(cells.length, 8 * LOADS.length * only.length);
+  for (const c of cells) {
+    assert.match(c.panel, /, mixed-a6000-h100$/);
+    assert.deepEqual(
+      c.spec.fleet?.map((i) => i.costModel),
+      ['mistral-7b-a6000', 'mistral-7b-a6000', 'llama2-7b-h100', 'llama2-7b-h100'],
+    );
+    assert.equal(c.spec.instances, 4);
+  }
+  // The sweep runs on the fleet: round robin's latency at the lowest rate is lower with two H100s.
+  const toolbench = (requests: number, rps: number, seed: number, instances: number) =>
+    createWorkload('toolbench', { requests, rps, seed, instances });
+  const onFleet = saturationRate(toolbench, 4, 0, 20, undefined, fleetRun(fleet)).reference;
+  const onA6000 = saturationRate(toolbench, 4, 0, 20).reference;
+  assert.ok(onFleet < onA6000, `${onFleet} < ${onA6000}`);
+  const some = cells.filter((c) => c.panel.startsWith('toolbench, ')).map((c) => shortened(c, 30));
+  const results = runCells(some);
+  assert.match(
+    policies.discuss(results),
+    /Fleet: 2 x mistral-7b-a6000 \+ 2 x llama2-7b-h100 \(each instance runs its own preset/,
+  );
+  const claims = policies.claims!(results).map((c) => c.id);
+  assert.ok(claims.includes('e2-plus-vs-anchors'));
+  assert.ok(!claims.includes('e2-vs-round-robin'), "a fleet of mixed GPUs is not the paper's setup");
+  assert.throws(
+    () =>
+      policies.cells({
+        requests: 20,
+        seed: 0,
+        only,
+        ...missing,
+        fleet: { label: 'pd', fleet: fleetFromFlag('2P1D', 'mistral-7b-a6000') },
+      }),
+    /^Error: --fleet: the policies grid runs colocated policies; instance 0 is prefill \(every instance must be mixed\)$/,
+  );
 });
