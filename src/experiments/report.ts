@@ -1,3 +1,4 @@
+import { costModelPreset } from '../core/cost-model/presets.ts';
 import { fixed } from '../report/text-table.ts';
 import { workingSet } from '../workloads/working-set.ts';
 import { ratiosTo } from './ratios.ts';
@@ -155,25 +156,44 @@ export function panelMemory(result: CellResult): {
   workingSetTokens: number;
   peakTokens: number;
   fleetKvTokens: number;
+  /** The largest instance's KV (every instance's, on one GPU). */
   instanceKvTokens: number;
+  /** The smallest instance's KV: below the largest only on a fleet of mixed sizes. */
+  smallestKvTokens: number;
+  /** The fleet in words: `4 x 204k`, or `2 x 204k + 2 x 105k`. */
+  sizes: string;
 } {
-  const ws = workingSet(result.cell.spec.requests());
-  const instanceKvTokens = result.cell.spec.kvCapacityTokens ?? result.cell.spec.costModel.kvCapacityTokens;
+  const spec = result.cell.spec;
+  const ws = workingSet(spec.requests());
+  const each =
+    spec.fleet === undefined
+      ? Array.from({ length: spec.instances }, () => spec.kvCapacityTokens ?? spec.costModel.kvCapacityTokens)
+      : spec.fleet.map((i) => spec.kvCapacityTokens ?? costModelPreset(i.costModel).kvCapacityTokens);
+  const counts = new Map<number, number>();
+  for (const kv of each) counts.set(kv, (counts.get(kv) ?? 0) + 1);
   return {
     workingSetTokens: ws.meanTokens,
     peakTokens: ws.peakTokens,
-    instanceKvTokens,
-    fleetKvTokens: instanceKvTokens * result.cell.spec.instances,
+    instanceKvTokens: Math.max(...each),
+    smallestKvTokens: Math.min(...each),
+    fleetKvTokens: each.reduce((a, b) => a + b, 0),
+    sizes: [...counts].map(([kv, n]) => `${n} x ${thousands(kv)}`).join(' + '),
   };
 }
 
+const thousands = (tokens: number) => `${fixed(tokens / 1000, 0)}k`;
+
 function memoryLines(result: CellResult): string[] {
   const m = panelMemory(result);
-  const k = (tokens: number) => `${fixed(tokens / 1000, 0)}k`;
+  const k = thousands;
+  const perInstance =
+    m.smallestKvTokens === m.instanceKvTokens
+      ? fixed(m.workingSetTokens / m.instanceKvTokens, 2)
+      : `${fixed(m.workingSetTokens / m.instanceKvTokens, 2)}-${fixed(m.workingSetTokens / m.smallestKvTokens, 2)}`;
   return [
     '| working set (live shared-prefix tokens, mean / peak) | fleet KV (instances x per instance) | working set / fleet KV | / one instance KV |',
     '|---|---|---|---|',
-    `| ${k(m.workingSetTokens)} / ${k(m.peakTokens)} | ${k(m.fleetKvTokens)} (${result.cell.spec.instances} x ${k(m.instanceKvTokens)}) | ${fixed(m.workingSetTokens / m.fleetKvTokens, 2)} | ${fixed(m.workingSetTokens / m.instanceKvTokens, 2)} |`,
+    `| ${k(m.workingSetTokens)} / ${k(m.peakTokens)} | ${k(m.fleetKvTokens)} (${m.sizes}) | ${fixed(m.workingSetTokens / m.fleetKvTokens, 2)} | ${perInstance} |`,
   ];
 }
 

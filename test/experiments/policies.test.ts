@@ -12,6 +12,7 @@ import {
   SWEEP_RATES_PER_INSTANCE,
   saturationRate,
 } from '../../src/experiments/policies.ts';
+import { renderReport } from '../../src/experiments/report.ts';
 import { runCells } from '../../src/experiments/runner.ts';
 import type { CellResult } from '../../src/experiments/types.ts';
 import { percentiles } from '../../src/report/stats.ts';
@@ -331,6 +332,11 @@ test('--fleet: the grid runs on the given fleet, one size, its panels named for 
   assert.match(
     policies.discuss(results),
     /Fleet: 2 x mistral-7b-a6000 \+ 2 x llama2-7b-h100 \(each instance runs its own preset/,
+  );
+  // The working-set table counts each instance's own KV.
+  assert.match(
+    renderReport(policies, results, { command: 'test' }).markdown,
+    /\| 619k \(2 x 204k \+ 2 x 105k\) \| [\d.]+ \| [\d.]+-[\d.]+ \|/,
   );
   const claims = policies.claims!(results).map((c) => c.id);
   assert.ok(claims.includes('e2-plus-vs-anchors'));
