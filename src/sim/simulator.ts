@@ -487,6 +487,10 @@ export function simulate(options: SimulatorOptions): SimResult {
         avoid.push(i);
   };
 
+  /** A policy that picks an instance it was told to avoid would be asked again forever. */
+  const ignoredAvoid = (id: string, instance: InstanceId) =>
+    `policy ${policy.name} sent '${id}' again to instance ${instance}, too small for it, which it was asked to avoid`;
+
   /** The policy placed a leg of `id` on `instance`, which must be present and have `roleWanted`. */
   const checkPlacement = (leg: 'prefill' | 'decode', id: string, instance: InstanceId, ok: boolean) => {
     const role = roles[instance];
@@ -559,6 +563,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           if (refusedBy !== undefined) rerouted++;
           break;
         }
+        if (avoid.includes(pick)) throw new Error(ignoredAvoid(kv.id, pick));
         refusedBy ??= pick;
         avoidNoLarger(pick, avoid);
       }
@@ -835,6 +840,7 @@ export function simulate(options: SimulatorOptions): SimResult {
           split = splitsLegs(d);
           const small = tooSmall(d, split, whole, e.time);
           if (small === undefined) break;
+          if (avoid.includes(small)) throw new Error(ignoredAvoid(r.id, small));
           policy.requestFailed(r.id, e.time);
           refusedBy ??= small;
           avoidNoLarger(small, avoid);

@@ -230,6 +230,32 @@ test('in a fleet of mixed KV sizes, the instance chosen too small refuses the re
   assert.equal(result.records.length, 4);
 });
 
+test('a policy that sends a request again to an instance it was told to avoid is an error, not a loop', () => {
+  // Always instance 0 (300 tokens), whatever it is told to avoid.
+  class Stubborn extends RoundRobinPolicy {
+    override route(request: RouteRequest, now: number) {
+      return super.route({ ...request, avoid: [] }, now);
+    }
+    protected override choose() {
+      return { instance: 0, branch: 'rr', matchedTokens: 0, costs: [] };
+    }
+  }
+  assert.throws(
+    () =>
+      simulate({
+        policy: new Stubborn(),
+        instances: 2,
+        costModel: simpleCostModel(300),
+        fleet: [
+          { costModel: simpleCostModel(300), role: 'mixed' },
+          { costModel: simpleCostModel(1000), role: 'mixed' },
+        ],
+        requests: [{ id: 'big', arrival: 0, tokens: seq(500, 1), outputTokens: 4, workload: 'test' }],
+      }),
+    /^Error: policy round-robin sent 'big' again to instance 0, too small for it, which it was asked to avoid$/,
+  );
+});
+
 // One prefill instance and two decode instances, 1 with 1,000 KV tokens and 2 with 40,000.
 const big = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 40_000 });
 const small = costModelPreset('mistral-7b-a6000', { kvCapacityTokens: 1_000 });
