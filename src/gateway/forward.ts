@@ -468,15 +468,39 @@ export function tooLongOutcome(
   text: string,
 ): AttemptOutcome | undefined {
   if (status !== 400 || !isContextLengthRefusal(text) || !largerReplicas(replicas, replica)) return undefined;
+  return tooLongRefusal(replica, upstreamMessage(text));
+}
+
+/** The retryable outcome of a replica too small for the request, in `message`'s words. */
+function tooLongRefusal(replica: Replica, message: string): AttemptOutcome {
   return {
     kind: 'retryable',
     status: 400,
-    message: upstreamMessage(text),
+    message,
     code: 'context_length_exceeded',
     upstreamStatus: 400,
     tooLong: true,
     refusedBy: replica.id,
   };
+}
+
+/**
+ * A replica the gateway already knows too small for a request of `need` tokens (prompt and max_tokens)
+ * while a larger one of its pool and role is present: the try ends before anything is sent, as the
+ * replica's 400 would end it (used for a decode replica named at routing, whose refusal would come
+ * only after the prefill leg ran). Undefined otherwise, the replica's own answer deciding.
+ */
+export function knownTooLong(
+  replicas: ReplicaSet,
+  replica: Replica,
+  need: number,
+): AttemptOutcome | undefined {
+  const limit = lengthLimit(replica);
+  if (need <= limit || !largerReplicas(replicas, replica)) return undefined;
+  return tooLongRefusal(
+    replica,
+    `this request needs ${need} tokens (prompt and max_tokens); replica ${replica.url} takes ${limit}`,
+  );
 }
 
 /**

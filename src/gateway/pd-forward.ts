@@ -21,6 +21,7 @@ import {
   forward,
   isJson,
   isUndiciTimeout,
+  knownTooLong,
   tooLongOutcome,
   upstreamMessage,
 } from './forward.ts';
@@ -59,7 +60,8 @@ export { prefillBody } from './pd-kv-params.ts';
  *   avoiding the prefill replica: the caller runs the prefill again;
  * - the decode replica refuses the request as too long for its KV (a larger one present): at once,
  *   `routeDecode` picks again avoiding every decode replica no larger, and the KV is pulled there; a
- *   decode replica named at routing ends the try instead, and the caller routes again avoiding them;
+ *   decode replica named at routing ends the try instead, and the caller routes again avoiding them
+ *   (before the prefill leg, when its known limit already says so: `knownTooLong`);
  * - the client leaves: both legs are aborted, the try fails, every count is given back once.
  */
 export async function forwardDisaggregated(
@@ -81,6 +83,14 @@ export async function forwardDisaggregated(
       'n',
     );
     return { kind: 'answered', ok: false };
+  }
+  // A decode replica named at routing (Splitwise) known too small: routed again now, not after a prefill.
+  const named = typeof a.decision.decode === 'number' ? ctx.replicas.get(a.decision.decode) : undefined;
+  const maxTokens = typeof a.body['max_tokens'] === 'number' ? a.body['max_tokens'] : 1;
+  const early = named && knownTooLong(ctx.replicas, named, a.promptTokens + maxTokens);
+  if (early) {
+    journey.failed(ctx.now());
+    return early;
   }
   const protocol = pdProtocolOf(prefill);
   const session = protocol.open(a);

@@ -149,7 +149,14 @@ async function disaggregated(policy: string, decodeSizes: number[], dialect?: 's
     policy,
   );
   closers.push(() => g.gateway.close());
-  return { ...g, decodes };
+  return { ...g, prefill, decodes };
+}
+
+/** Prompt tokens a `preble engine` replica processed (its vLLM-style counter). */
+async function promptTokensOn(url: string): Promise<number> {
+  const text = await fetch(`${url}/metrics`).then((r) => r.text());
+  const line = text.split('\n').find((l) => l.startsWith('vllm:prompt_tokens_total{'));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 test('disaggregated: a decode replica too small for the request hands it to a larger one, which pulls the same KV', async () => {
@@ -166,17 +173,20 @@ test('disaggregated: a decode replica too small for the request hands it to a la
   assert.equal(await gatewayMetric(g.gateway, 'preble_pd_leg_retries_total', { leg: 'prefill' }), 0);
 });
 
-test('disaggregated: a decode replica named at routing and too small: routed again, off the small ones', async () => {
+test('disaggregated: a decode replica named at routing and known too small: routed again before any prefill, off the small ones', async () => {
   // Splitwise picks the (prompt, token) pair at arrival, the shortest token queue first: the small one.
   const g = await disaggregated('splitwise', [1_000, 20_000]);
   const answer = await complete(g.url, { prompt: long, max_tokens: 4 });
   assert.equal(answer.status, 200, JSON.stringify(answer.json));
   assert.equal(answer.headers.get('x-preble-replica'), g.decodes[1]);
+  // Its size (kvTokens 1,000) says it would refuse 2,000 + 4 tokens: nothing is sent to it, and the
+  // prefill runs once (before, it ran, the small replica refused, and it ran again for the large one).
   assert.equal(
     await gatewayMetric(g.gateway, 'preble_upstream_attempts_total', { outcome: 'context_length' }),
-    1,
+    0,
   );
-  // Not tried again on the replica that refused (before, the decode leg went back to it and found the KV gone).
+  assert.equal(await promptTokensOn(g.prefill), long.length, 'one prefill');
+  assert.equal(await promptTokensOn(g.decodes[0]!), 0, 'nothing sent to the small decode replica');
   assert.equal(await gatewayMetric(g.gateway, 'preble_pd_leg_retries_total', { leg: 'decode' }), 0);
 });
 
