@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { createEngineServer } from '../../src/emulator/server.ts';
 import { isContextLengthRefusal } from '../../src/gateway/forward.ts';
+import { metricValues } from '../../src/gateway/prometheus-text.ts';
 import type { Gateway } from '../../src/gateway/server.ts';
 import { complete, gatewayMetric, startGateway } from './helpers.ts';
 
@@ -13,8 +14,9 @@ after(async () => {
   for (const c of closers.reverse()) await c();
 });
 
-async function engine(kvTokens: number) {
-  const server = createEngineServer({ timeScale: 1000, kvTokens });
+/** A `preble engine` replica of `kvTokens` in `role` (colocated by default), stopped after the file. */
+async function engine(kvTokens: number, role: 'mixed' | 'prefill' | 'decode' = 'mixed') {
+  const server = createEngineServer({ timeScale: 1000, role, kvTokens });
   const { url } = await server.listen(0, '127.0.0.1');
   closers.push(() => server.close(1000));
   return url;
@@ -69,7 +71,7 @@ test("unconfigured sizes: the gateway reads each replica's max_model_len from it
 
 test('too long for every replica it may still try: one 400 context_length_exceeded, the replica saying why', async () => {
   const sizes = [1_000, 1_200, 1_500];
-  const urls = await Promise.all(sizes.map(engine));
+  const urls = await Promise.all(sizes.map((kv) => engine(kv)));
   // One retry: the 1,000 and 1,200-token replicas refuse it, and no try is left for the 1,500 one.
   const g = await startGateway(
     urls.map((url, i) => ({ url, kvTokens: sizes[i]! })),
@@ -102,15 +104,9 @@ test("the replicas' wordings of a context-length refusal are recognised", () => 
 });
 
 test('disaggregated: a prefill replica too small for the prompt hands the request to a larger prefill replica', async () => {
-  const start = async (role: 'prefill' | 'decode', kvTokens: number) => {
-    const server = createEngineServer({ timeScale: 1000, role, kvTokens });
-    const { url } = await server.listen(0, '127.0.0.1');
-    closers.push(() => server.close(100));
-    return url;
-  };
-  const smallPrefill = await start('prefill', 1_000);
-  const largePrefill = await start('prefill', 20_000);
-  const decode = await start('decode', 20_000);
+  const smallPrefill = await engine(1_000, 'prefill');
+  const largePrefill = await engine(20_000, 'prefill');
+  const decode = await engine(20_000, 'decode');
   const g = await startGateway(
     [
       { url: smallPrefill, role: 'prefill', kvTokens: 1_000 },
@@ -131,15 +127,9 @@ test('disaggregated: a prefill replica too small for the prompt hands the reques
 });
 
 async function disaggregated(policy: string, decodeSizes: number[], dialect?: 'sglang') {
-  const start = async (role: 'prefill' | 'decode', kvTokens: number) => {
-    const server = createEngineServer({ timeScale: 1000, role, kvTokens });
-    const { url } = await server.listen(0, '127.0.0.1');
-    closers.push(() => server.close(100));
-    return url;
-  };
-  const prefill = await start('prefill', 20_000);
+  const prefill = await engine(20_000, 'prefill');
   const decodes = [];
-  for (const size of decodeSizes) decodes.push(await start('decode', size));
+  for (const size of decodeSizes) decodes.push(await engine(size, 'decode'));
   const g = await startGateway(
     [
       { url: prefill, role: 'prefill' as const, kvTokens: 20_000 },
@@ -155,8 +145,7 @@ async function disaggregated(policy: string, decodeSizes: number[], dialect?: 's
 /** Prompt tokens a `preble engine` replica processed (its vLLM-style counter). */
 async function promptTokensOn(url: string): Promise<number> {
   const text = await fetch(`${url}/metrics`).then((r) => r.text());
-  const line = text.split('\n').find((l) => l.startsWith('vllm:prompt_tokens_total{'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  return metricValues(text, ['vllm:prompt_tokens_total']).get('vllm:prompt_tokens_total') ?? 0;
 }
 
 test('disaggregated: a decode replica too small for the request hands it to a larger one, which pulls the same KV', async () => {
