@@ -17,6 +17,8 @@ export interface E2PlusInstanceCost extends InstanceCost {
   readonly interference: number;
   /** Recomputation that its predicted evictions would cost (E2's M). */
   readonly eviction: number;
+  /** What the request's own latency beyond the window's mean adds under `latencyPower` (0 at 1). */
+  readonly tail: number;
 }
 
 export interface E2PlusOptions {
@@ -70,6 +72,14 @@ export interface E2PlusOptions {
   readonly instanceContexts: boolean;
   /** Weight of the interference terms (1: the sum of every request's latency; 0: the request's own). */
   readonly interferenceWeight: number;
+  /**
+   * How latency counts in the objective beyond the window's mean latency of finished requests: as
+   * itself up to that mean and as its p-th power beyond it (joined with slope 1), so r's own latency
+   * past the mean costs more, and each request r delays weighs max(1, its expected latency / the
+   * mean)^(p - 1). 1: the sum of latencies (the mean alone); 2: a sum of squares beyond the mean,
+   * which trades some mean for the tail (measurement log, step 33).
+   */
+  readonly latencyPower: number;
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
   readonly memoryTieBreak: boolean;
   /** Include the eviction cost M. */
@@ -98,6 +108,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
+  latencyPower: 1,
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,

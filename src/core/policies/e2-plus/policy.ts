@@ -30,6 +30,8 @@ interface WindowEntry {
   readonly prefill: number;
   /** Output tokens once finished; -1 before. */
   outputTokens: number;
+  /** Seconds from routing to its last token once finished (the reference of `latencyPower`). */
+  latency: number;
   live: boolean;
   expired: boolean;
 }
@@ -80,6 +82,15 @@ interface OutputStats {
   outputTokens: number;
 }
 
+/** What a delay to a request in flight weighs under `latencyPower` (tailWeight). */
+interface Weighing {
+  readonly now: number;
+  /** The instance's decode step, to predict what the request has left. */
+  readonly pace: number;
+  /** The window's mean latency of finished requests; 0 while none has finished (everything weighs 1). */
+  readonly reference: number;
+}
+
 /**
  * e2-plus: our global policy beyond Preble's E2 (docs/e2.md, "e2-plus"). One cost comparison over
  * every active instance, each priced with its own cache miss, in place of E2's binary exploit /
@@ -109,6 +120,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private readonly states: InstanceState[] = [];
   private readonly flights = new Map<string, Flight>();
   private readonly cluster: OutputStats = { finished: 0, outputTokens: 0 };
+  /** Sum of the finished window entries' latencies (with `cluster.finished`, their mean). */
+  private finishedLatency = 0;
   /** Output sums per key portion (perPrefixOutput). */
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
@@ -132,6 +145,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (!(this.options.lpmFcfsAbove >= 0))
       throw new Error(`e2-plus option 'lpmFcfsAbove' must be >= 0, got ${this.options.lpmFcfsAbove}`);
     const cap = this.options.maxPrefillShare;
+    if (!(this.options.latencyPower >= 1))
+      throw new Error(`e2-plus option 'latencyPower' must be >= 1, got ${this.options.latencyPower}`);
     if (!(cap >= 0 && cap < 1))
       throw new Error(`e2-plus option 'maxPrefillShare' must be >= 0 and < 1, got ${cap}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
@@ -218,19 +233,24 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const queued = this.queuedAhead(state, matched, now);
     const stretch = this.options.prefillShare ? 1 / (1 - this.prefillShareOf(state, now)) : 1;
     decode *= stretch;
+    const reference = this.options.latencyPower > 1 ? this.meanLatency() : 0;
+    // r's own latency beyond the window's mean, under latencyPower (0 at the default 1).
+    const tail = this.tailExcess(queued + prefill + decode, reference);
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       // The instance's own decode step (its requests' contexts, not r's): the step without r under
       // instanceContexts, and what paces the decodes r's prefill delays.
       const own = this.instanceStep(state, batch);
       const without = this.options.instanceContexts ? (batch > 0 ? own : 0) : stepTime(model, batch, context);
-      decode += w * batch * out * Math.max(0, withIt - without);
+      const weighing: Weighing = { now, pace: own * stretch, reference };
+      const slowed = reference > 0 ? this.weightedFlights(state, weighing) : batch;
+      decode += w * slowed * out * Math.max(0, withIt - without);
       // Those queued ahead are prefilled first: by the time r's prefill runs, they decode too;
-      // and those arriving while r waits queue behind it.
-      const step = this.options.decodeEnds ? own * stretch : 0;
+      // and those arriving while r waits queue behind it (weighing 1: their latency is the mean's).
+      const step = this.options.decodeEnds ? weighing.pace : 0;
       const delayed =
-        this.decodingAt(state, queued, step, now) +
-        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step) : 0) +
+        this.decodingAt(state, queued, step, weighing) +
+        (this.options.aheadDecoding ? this.queuedAheadCount(state, matched, queued, step, weighing) : 0) +
         arrivalShare * queued;
       interference = w * delayed * prefill;
     }
@@ -242,7 +262,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const total = queued + prefill + decode + interference + eviction;
+    const total = queued + prefill + decode + interference + eviction + tail;
     return {
       instance,
       total,
@@ -251,6 +271,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       decode,
       interference,
       eviction,
+      tail,
       matchedTokens: matched,
     };
   }
@@ -280,14 +301,21 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * (admitted ones, and under lpm those with at least as many cached tokens): they decode by the time
    * its prefill runs, so it delays them as it delays the instance's decoding requests.
    */
-  private queuedAheadCount(state: InstanceState, matched: number, wait: number, step: number): number {
+  private queuedAheadCount(
+    state: InstanceState,
+    matched: number,
+    wait: number,
+    step: number,
+    weighing: Weighing,
+  ): number {
     const sorted = this.sortsQueue(state);
     let ahead = 0;
     for (const f of state.queue) {
       if (!this.isAhead(f, matched, sorted)) continue;
       // With decodeEnds (step > 0): prefilled at a uniform time in the wait, it still decodes at its
       // end with the chance that its decode outlasts what is left of the wait.
-      ahead += step > 0 && wait > 0 ? Math.min(1, (f.out * step) / wait) : 1;
+      const share = step > 0 && wait > 0 ? Math.min(1, (f.out * step) / wait) : 1;
+      ahead += share * this.tailWeight(f, weighing);
     }
     return ahead;
   }
@@ -298,13 +326,58 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    * wait); one that has outrun its prediction counts whole (long outputs run long; expecting it to
    * run as long again as it has was measured worse on Video QA overload, docs/e2.md step 16).
    */
-  private decodingAt(state: InstanceState, wait: number, step: number, now: number): number {
-    if (step <= 0 || wait <= 0) return state.decoding.size;
+  private decodingAt(state: InstanceState, wait: number, step: number, weighing: Weighing): number {
+    const ends = step > 0 && wait > 0;
+    if (!ends && weighing.reference <= 0) return state.decoding.size;
     let n = 0;
     for (const f of state.decoding) {
-      const predicted = f.out * step - (now - f.decodingSince);
-      n += predicted > 0 ? Math.min(1, predicted / wait) : 1;
+      const predicted = f.out * step - (weighing.now - f.decodingSince);
+      const share = !ends || predicted <= 0 ? 1 : Math.min(1, predicted / wait);
+      n += share * this.tailWeight(f, weighing);
     }
+    return n;
+  }
+
+  /**
+   * The window's mean latency of finished requests (routing to last token), the point beyond which
+   * `latencyPower` weighs latency more; 0 while none in the window has finished.
+   */
+  private meanLatency(): number {
+    return this.cluster.finished > 0 ? this.finishedLatency / this.cluster.finished : 0;
+  }
+
+  /**
+   * Under `latencyPower` p > 1, a latency L counts as itself up to the reference m and as
+   * m + (L^p / m^(p-1) - m) / p beyond it (joining at m with slope 1, slope (L / m)^(p-1) after):
+   * what r's own latency adds beyond counting as itself.
+   */
+  private tailExcess(latency: number, reference: number): number {
+    if (reference <= 0 || latency <= reference) return 0;
+    const p = this.options.latencyPower;
+    return reference + (latency * (latency / reference) ** (p - 1) - reference) / p - latency;
+  }
+
+  /**
+   * What a second's delay to flight `f` weighs: the slope of the objective at its expected latency
+   * (time since routing plus its predicted prefill and decode left), max(1, L / m)^(p - 1); 1
+   * without a reference. A request already slow weighs more: delaying it lengthens the tail.
+   */
+  private tailWeight(f: Flight, weighing: Weighing): number {
+    const { now, pace, reference } = weighing;
+    if (reference <= 0) return 1;
+    const left =
+      f.decodingSince >= 0
+        ? Math.max(0, f.out * pace - (now - f.decodingSince))
+        : Math.max(0, f.queuedPrefill) + f.out * pace;
+    const ratio = (now - f.entry.time + left) / reference;
+    return ratio <= 1 ? 1 : ratio ** (this.options.latencyPower - 1);
+  }
+
+  /** The instance's flights (queued and decoding), each counted by its `tailWeight`. */
+  private weightedFlights(state: InstanceState, weighing: Weighing): number {
+    let n = 0;
+    for (const f of state.queue) n += this.tailWeight(f, weighing);
+    for (const f of state.decoding) n += this.tailWeight(f, weighing);
     return n;
   }
 
@@ -399,6 +472,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       promptTokens: request.tokens.length,
       prefill: queuedPrefill,
       outputTokens: -1,
+      latency: -1,
       live: true,
       expired: false,
     };
@@ -504,6 +578,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       return;
     }
     e.outputTokens = counts.outputTokens;
+    e.latency = Math.max(0, _now - e.time);
     if (!e.expired) this.countOutput(e, 1);
   }
 
@@ -519,6 +594,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private countOutput(e: WindowEntry, sign: 1 | -1): void {
     this.cluster.finished += sign;
     this.cluster.outputTokens += sign * e.outputTokens;
+    this.finishedLatency = this.cluster.finished > 0 ? this.finishedLatency + sign * e.latency : 0;
     if (!this.options.perPrefixOutput) return;
     const kp = keyPortionOf(e.leaf);
     if (kp === null) return;

@@ -220,6 +220,42 @@ test('invalid queueOrder is refused', () => {
   assert.throws(() => plus(1, { queueOrder: 'x' as 'lpm' }), /queueOrder/);
 });
 
+test("latencyPower: beyond the window's mean latency, r's own latency costs more and a slow request it delays weighs more", () => {
+  const slowNeighbour = (latencyPower: number) => {
+    const p = plus(2, { latencyPower, laterArrivals: false });
+    const a = route(p, seq(100, 0), 0);
+    p.requestFinished(a.id, 1, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 }); // mean latency 1 s
+    const b = route(p, seq(100, 1000), 1); // -> 0
+    p.requestFirstToken(b.id, 1.1);
+    return { p, b };
+  };
+  for (const latencyPower of [1, 2]) {
+    const { p } = slowNeighbour(latencyPower);
+    // At 4 s, b has been in flight 3 s and has outrun its 45-token decode: expected latency 3 s, three
+    // times the mean, so under p = 2 each second it is delayed counts (3 / 1)^1 = 3.
+    const weight = latencyPower === 2 ? 3 : 1;
+    const d = route(p, seq(200, 5000), 4);
+    close(cost(d, 0).interference, weight * 0.2, `r's 0.2 s prefill delays b (p ${latencyPower})`);
+    // r's decode (45 steps) slows b's steps by 0.001 s each.
+    close(cost(d, 0).decode, 45 * 0.002 + weight * 45 * 0.001, `r's decode slows b (p ${latencyPower})`);
+    close(cost(d, 0).tail, 0, 'r itself is faster than the mean: counted as itself');
+    assert.equal(d.instance, 1);
+  }
+  // A 2,000-token prompt on the idle instance: L = 2 + 0.045 s, past the 1 s mean, counts
+  // 1 + (L^2 / 1 - 1) / 2 under p = 2: L and 0.5460125 s more.
+  const { p } = slowNeighbour(2);
+  const big = cost(route(p, seq(2000, 9000), 4), 1);
+  close(big.tail, 1 + (2.045 ** 2 - 1) / 2 - 2.045, 'own latency beyond the mean');
+  close(big.total, 2.045 + big.tail, 'total');
+  // Before anything finishes there is no mean: the objective is the plain sum.
+  const fresh = plus(1, { latencyPower: 2 });
+  close(cost(route(fresh, seq(2000, 0), 0), 0).tail, 0, 'no reference yet');
+});
+
+test('latencyPower below 1 is refused', () => {
+  assert.throws(() => plus(1, { latencyPower: 0.5 }), /latencyPower/);
+});
+
 test('a request the engine admitted is ahead whatever its cached share: running prefills take the budget first', () => {
   for (const startedAhead of [true, false]) {
     const p = plus(2, { startedAhead });
