@@ -107,10 +107,14 @@ interface Weighing {
  *                                             those arriving while it waits (queued behind it);
  *                                             D_i and A_i count only decodes that outlast the wait
  *   + M_i                                     E2's eviction cost
+ *   + tail                                    r's own latency past the window's mean, weighed
+ *                                             more under latencyPower > 1 (which also weighs each
+ *                                             delayed request by how slow it already is); 0 at 1
  *
  * A burst on one prefix stays on its holder until the queue there costs more than recomputing the
  * prefix elsewhere, then spreads (fan-out without a hint); imbalance is corrected at every decision.
- * The window H is kept for prefix popularity (M's N_j), the output-length estimate and s_i.
+ * The window H is kept for prefix popularity (M's N_j), the output-length estimate, s_i and the
+ * mean latency that latencyPower weighs beyond.
  */
 export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   readonly name = 'e2-plus';

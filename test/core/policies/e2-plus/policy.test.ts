@@ -227,7 +227,7 @@ test("latencyPower: beyond the window's mean latency, r's own latency costs more
     p.requestFinished(a.id, 1, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 }); // mean latency 1 s
     const b = route(p, seq(100, 1000), 1); // -> 0
     p.requestFirstToken(b.id, 1.1);
-    return { p, b };
+    return { p };
   };
   for (const latencyPower of [1, 2]) {
     const { p } = slowNeighbour(latencyPower);
