@@ -8,13 +8,14 @@ import { concat, seq, simpleCostModel } from '../../../helpers/simple-cost-model
 
 // Cost model: PT(n) = 0.001 n s; one decode step of a batch of B = 0.001 B s; output before any
 // finish: 45 tokens. So r's decode at batch B costs 45 x 0.001 (B + 1) and slows the B others by 45 x 0.001 x B.
-// The recent prefill share's stretch is off unless a test turns it on (its own test below), so that
-// the costs stay sums by hand; the context-free step makes instanceContexts moot here.
+// The recent prefill share's stretch and latencyPower are off unless a test turns them on (their own
+// tests below), so that the costs stay sums by hand; the context-free step makes instanceContexts moot here.
 function plus(instances: number, options: Partial<E2PlusOptions> = {}): E2PlusPolicy {
   const p = new E2PlusPolicy({
     costModel: simpleCostModel(),
     evictionCost: false,
     prefillShare: false,
+    latencyPower: 1,
     ...options,
   });
   for (let i = 0; i < instances; i++) p.instanceAdded(i, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
