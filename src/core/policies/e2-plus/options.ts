@@ -108,7 +108,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
-  latencyPower: 2,
+  latencyPower: 1,
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,
