@@ -76,10 +76,19 @@ export interface E2PlusOptions {
    * How latency counts in the objective beyond the window's mean latency of finished requests: as
    * itself up to that mean and as its p-th power beyond it (joined with slope 1), so r's own latency
    * past the mean costs more, and each request r delays weighs max(1, its expected latency / the
-   * mean)^(p - 1). 1: the sum of latencies (the mean alone); 2: a sum of squares beyond the mean,
-   * which trades some mean for the tail (measurement log, step 33).
+   * mean)^(p - 1). 1: the sum of latencies (the mean alone); 2 (the default): a sum of squares
+   * beyond the mean, which trades a little mean for the tail (measurement log, steps 33 and 34).
    */
   readonly latencyPower: number;
+  /**
+   * What `latencyPower` measures a latency against: 'fleet', the window's mean over every instance;
+   * 'model' (the default), the mean over the instances of the instance's own cost model, for r's own
+   * latency there and for the requests it delays there (a request slow because its GPU is slow is
+   * not tail, so the slower GPUs are not drained onto the faster); 'model-flights', the fleet's mean
+   * for r's own latency and the model's for the requests it delays. All three are the same on a fleet
+   * of one model (measurement log, step 34).
+   */
+  readonly latencyReference: 'fleet' | 'model' | 'model-flights';
   /** Ties in cost and in flight go to the instance with the smaller share of its KV in use (else the lower id). */
   readonly memoryTieBreak: boolean;
   /** Include the eviction cost M. */
@@ -108,7 +117,8 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   remainingPrefill: true,
   interference: true,
   interferenceWeight: 1,
-  latencyPower: 1,
+  latencyPower: 2,
+  latencyReference: 'model',
   aheadDecoding: true,
   laterArrivals: true,
   decodeEnds: true,

@@ -32,6 +32,8 @@ interface WindowEntry {
   outputTokens: number;
   /** Seconds from routing to its last token once finished (the reference of `latencyPower`). */
   latency: number;
+  /** The cost model it finished on (its `latencyReference: 'model'` group); '' before. */
+  model: string;
   live: boolean;
   expired: boolean;
 }
@@ -87,7 +89,10 @@ interface Weighing {
   readonly now: number;
   /** The instance's decode step, to predict what the request has left. */
   readonly pace: number;
-  /** The window's mean latency of finished requests; 0 while none has finished (everything weighs 1). */
+  /**
+   * The window's mean latency of finished requests (on the instance's cost model under
+   * `latencyReference` 'model' or 'model-flights'); 0 while none has finished (everything weighs 1).
+   */
   readonly reference: number;
 }
 
@@ -108,8 +113,9 @@ interface Weighing {
  *                                             D_i and A_i count only decodes that outlast the wait
  *   + M_i                                     E2's eviction cost
  *   + tail                                    r's own latency past the window's mean, weighed
- *                                             more under latencyPower > 1 (which also weighs each
- *                                             delayed request by how slow it already is); 0 at 1
+ *                                             more under latencyPower > 1 (the default 2 also
+ *                                             weighs each delayed request by how slow it already
+ *                                             is against requests on its GPU model); 0 at 1
  *
  * A burst on one prefix stays on its holder until the queue there costs more than recomputing the
  * prefix elsewhere, then spreads (fan-out without a hint); imbalance is corrected at every decision.
@@ -126,6 +132,8 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private readonly cluster: OutputStats = { finished: 0, outputTokens: 0 };
   /** Sum of the finished window entries' latencies (with `cluster.finished`, their mean). */
   private finishedLatency = 0;
+  /** Finished window entries' latency sums per cost model (`latencyReference: 'model'`). */
+  private readonly modelLatency = new Map<string, { finished: number; latency: number }>();
   /** Output sums per key portion (perPrefixOutput). */
   private readonly byPrefix = new Map<ClusterNode, OutputStats>();
   private lastExpiry = Number.NEGATIVE_INFINITY;
@@ -151,6 +159,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const cap = this.options.maxPrefillShare;
     if (!(this.options.latencyPower >= 1))
       throw new Error(`e2-plus option 'latencyPower' must be >= 1, got ${this.options.latencyPower}`);
+    if (!['fleet', 'model', 'model-flights'].includes(this.options.latencyReference))
+      throw new Error(
+        `e2-plus option 'latencyReference' must be 'fleet', 'model' or 'model-flights', got '${this.options.latencyReference}'`,
+      );
     if (!(cap >= 0 && cap < 1))
       throw new Error(`e2-plus option 'maxPrefillShare' must be >= 0 and < 1, got ${cap}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
@@ -237,9 +249,12 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const queued = this.queuedAhead(state, matched, now);
     const stretch = this.options.prefillShare ? 1 / (1 - this.prefillShareOf(state, now)) : 1;
     decode *= stretch;
-    const reference = this.options.latencyPower > 1 ? this.meanLatency() : 0;
-    // r's own latency beyond the window's mean, under latencyPower (0 at the default 1).
-    const tail = this.tailExcess(queued + prefill + decode, reference);
+    const fleetMean = this.options.latencyPower > 1 ? this.meanLatency() : 0;
+    const by = this.options.latencyReference;
+    // What the requests r delays are measured against, and what r's own latency is.
+    const reference = by === 'fleet' ? fleetMean : this.modelMeanLatency(model, fleetMean);
+    // r's own latency beyond the mean, under latencyPower (0 at 1).
+    const tail = this.tailExcess(queued + prefill + decode, by === 'model' ? reference : fleetMean);
     if (this.options.interference) {
       const w = this.options.interferenceWeight;
       // The instance's own decode step (its requests' contexts, not r's): the step without r under
@@ -348,6 +363,24 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
    */
   private meanLatency(): number {
     return this.cluster.finished > 0 ? this.finishedLatency / this.cluster.finished : 0;
+  }
+
+  /** The window's mean latency of requests finished on instances of `model`; the fleet's while none has. */
+  private modelMeanLatency(model: CostModel, fleetMean: number): number {
+    if (fleetMean <= 0) return 0;
+    const s = this.modelLatency.get(model.name);
+    return s !== undefined && s.finished > 0 ? s.latency / s.finished : fleetMean;
+  }
+
+  private countModelLatency(e: WindowEntry, sign: 1 | -1): void {
+    let s = this.modelLatency.get(e.model);
+    if (s === undefined) {
+      if (sign < 0) return;
+      s = { finished: 0, latency: 0 };
+      this.modelLatency.set(e.model, s);
+    }
+    s.finished += sign;
+    s.latency = s.finished > 0 ? s.latency + sign * e.latency : 0;
   }
 
   /**
@@ -477,6 +510,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       prefill: queuedPrefill,
       outputTokens: -1,
       latency: -1,
+      model: '',
       live: true,
       expired: false,
     };
@@ -583,6 +617,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     }
     e.outputTokens = counts.outputTokens;
     e.latency = Math.max(0, _now - e.time);
+    e.model = state.model.name;
     if (!e.expired) this.countOutput(e, 1);
   }
 
@@ -599,6 +634,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     this.cluster.finished += sign;
     this.cluster.outputTokens += sign * e.outputTokens;
     this.finishedLatency = this.cluster.finished > 0 ? this.finishedLatency + sign * e.latency : 0;
+    this.countModelLatency(e, sign);
     if (!this.options.perPrefixOutput) return;
     const kp = keyPortionOf(e.leaf);
     if (kp === null) return;

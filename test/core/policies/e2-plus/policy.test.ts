@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BatchShape } from '../../../../src/core/cost-model/types.ts';
+import type { BatchShape, CostModel } from '../../../../src/core/cost-model/types.ts';
 import type { E2PlusInstanceCost, E2PlusOptions } from '../../../../src/core/policies/e2-plus/options.ts';
 import { E2PlusPolicy } from '../../../../src/core/policies/e2-plus/policy.ts';
 import type { RouteDecision } from '../../../../src/core/types.ts';
@@ -20,6 +20,16 @@ function plus(instances: number, options: Partial<E2PlusOptions> = {}): E2PlusPo
   });
   for (let i = 0; i < instances; i++) p.instanceAdded(i, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
   return p;
+}
+
+/** A second GPU model twice as fast as `slow`: half its prefill and half its decode step. */
+function twiceAsFast(slow: CostModel): CostModel {
+  return {
+    ...slow,
+    name: 'fast',
+    iterationTime: (b: BatchShape) => 0.0005 * b.newTokens,
+    prefillTime: (n: number) => (n > 0 ? 0.0005 * n : 0),
+  };
 }
 
 let nextId = 0;
@@ -253,6 +263,44 @@ test("latencyPower: beyond the window's mean latency, r's own latency costs more
   close(cost(route(fresh, seq(2000, 0), 0), 0).tail, 0, 'no reference yet');
 });
 
+test("latencyReference 'model': a request slow because its GPU is slow is not tail; 'model-flights' keeps r's own against the fleet", () => {
+  const slow = simpleCostModel();
+  const fast = twiceAsFast(slow);
+  const run = (latencyReference: E2PlusOptions['latencyReference']) => {
+    const p = new E2PlusPolicy({
+      costModel: slow,
+      evictionCost: false,
+      prefillShare: false,
+      laterArrivals: false,
+      latencyPower: 2,
+      latencyReference,
+    });
+    p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
+    const a = route(p, seq(100, 0), 0);
+    p.requestFinished(a.id, 3, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 }); // 3 s on the slow GPU
+    const b = route(p, seq(100, 1000), 3); // -> 0, the only instance
+    p.requestFirstToken(b.id, 3.1);
+    p.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY, costModel: fast }, 3);
+    const c = route(p, seq(100, 2000), 3);
+    assert.equal(c.instance, 1, 'the idle fast instance');
+    p.requestFinished(c.id, 4, { promptTokens: 100, cachedTokens: 0, outputTokens: 45 }); // 1 s on the fast one
+    // Means: the fleet's 2 s, the slow model's 3 s, the fast one's 1 s. At 6 s, b (on the slow GPU,
+    // its decode outrun) expects 3 s: 1.5 times the fleet's mean, the slow model's own.
+    return route(p, seq(2000, 5000), 6);
+  };
+  for (const reference of ['fleet', 'model', 'model-flights'] as const) {
+    const d = run(reference);
+    const weight = reference === 'fleet' ? 1.5 : 1;
+    close(cost(d, 0).interference, weight * 2, `r's 2 s prefill delays b by its weight (${reference})`);
+    // r on the idle fast instance: L = 1 + 45 x 0.0005 s, under the fleet's 2 s mean but past the fast
+    // model's 1 s.
+    const L = 1 + 45 * 0.0005;
+    const tail = reference === 'model' ? 1 + (L ** 2 - 1) / 2 - L : 0;
+    close(cost(d, 1).tail, tail, `r's own tail on the fast instance (${reference})`);
+  }
+  assert.throws(() => plus(1, { latencyReference: 'gpu' as 'fleet' }), /latencyReference/);
+});
+
 test('latencyPower below 1 is refused', () => {
   assert.throws(() => plus(1, { latencyPower: 0.5 }), /latencyPower/);
 });
@@ -375,13 +423,7 @@ test("instanceContexts: r's decode step is the instance's, at its flights' conte
 
 test('a fleet of mixed GPUs: each instance is priced with its own cost model (InstanceInfo.costModel)', () => {
   const slow = simpleCostModel();
-  // Twice as fast: half the prefill and half the decode step.
-  const fast = {
-    ...slow,
-    name: 'fast',
-    iterationTime: (b: BatchShape) => 0.0005 * b.newTokens,
-    prefillTime: (n: number) => (n > 0 ? 0.0005 * n : 0),
-  };
+  const fast = twiceAsFast(slow);
   const p = new E2PlusPolicy({ costModel: slow, evictionCost: false, prefillShare: false });
   p.instanceAdded(0, { kvCapacityTokens: Number.POSITIVE_INFINITY }, 0);
   p.instanceAdded(1, { kvCapacityTokens: Number.POSITIVE_INFINITY, costModel: fast }, 0);
