@@ -17,6 +17,8 @@ export interface E2PlusInstanceCost extends InstanceCost {
   readonly interference: number;
   /** Recomputation that its predicted evictions would cost (E2's M). */
   readonly eviction: number;
+  /** What its miss displaces where the cache churns: the share of evicted tokens wanted again x its prefill. */
+  readonly displacement: number;
   /** What the request's own latency beyond the window's mean adds under `latencyPower` (0 at 1). */
   readonly tail: number;
 }
@@ -96,6 +98,14 @@ export interface E2PlusOptions {
   /** Weight of M. */
   readonly evictionWeight: number;
   /**
+   * Price what a miss displaces (measurement log, step 35): on an instance that evicted within the
+   * window, each token the request computes evicts one, and the window's share of evicted tokens that
+   * requests wanted again (found in the tree, cached nowhere) is charged as that share of its prefill.
+   * E2's M prices only the eviction needed to fit now, by popularity, and is 0 wherever the cache
+   * has room at the moment of routing, also while it churns.
+   */
+  readonly displacement: boolean;
+  /**
    * Model an instance's LRU eviction on the global side, until the instance reports an eviction
    * itself (then its reports are the authority). The model evicts at routing time, for queued
    * requests whose KV is not resident yet, so under a queue it drops prefixes the engine still holds.
@@ -128,6 +138,7 @@ export const E2_PLUS_DEFAULTS: Required<E2PlusOptions> = {
   memoryTieBreak: true,
   evictionCost: true,
   evictionWeight: 1,
+  displacement: true,
   predictEvictions: true,
   perPrefixOutput: true,
   defaultOutputTokens: 45,

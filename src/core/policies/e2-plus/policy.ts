@@ -12,6 +12,7 @@ import { SlidingWindow } from '../../window.ts';
 import { withDefaults } from '../../with-defaults.ts';
 import { keyPortionOf } from '../e2/key-portion.ts';
 import { compareCost, PrefixTreePolicy, WindowShareVictimPricing } from '../e2/tree-costs.ts';
+import { DisplacementMeter } from './displacement.ts';
 import {
   E2_PLUS_BRANCHES,
   E2_PLUS_DEFAULTS,
@@ -112,6 +113,9 @@ interface Weighing {
  *                                             those arriving while it waits (queued behind it);
  *                                             D_i and A_i count only decodes that outlast the wait
  *   + M_i                                     E2's eviction cost
+ *   + rho x P_i                               what the miss displaces, where i's cache churns:
+ *                                             rho, the window's share of evicted tokens that
+ *                                             requests wanted again (DisplacementMeter)
  *   + tail                                    r's own latency past the window's mean, weighed
  *                                             more under latencyPower > 1 (the default 2 also
  *                                             weighs each delayed request by how slow it already
@@ -146,6 +150,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
   private readonly victimPricing: WindowShareVictimPricing;
   /** Instances that have reported an eviction: their reports replace the global LRU model (`predictEvictions`). */
   private readonly reportsEvictions = new Set<InstanceId>();
+  /** Evicted tokens and those wanted again (`displacement`). */
+  private readonly displaced: DisplacementMeter;
+  /** The meter's share for the decision being made (read once per decision). */
+  private displacedShare = 0;
 
   constructor(options: Partial<E2PlusOptions> & { costModel: CostModel }) {
     super();
@@ -166,6 +174,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     if (!(cap >= 0 && cap < 1))
       throw new Error(`e2-plus option 'maxPrefillShare' must be >= 0 and < 1, got ${cap}`);
     this.window = new SlidingWindow(this.options.windowSeconds);
+    this.displaced = new DisplacementMeter(this.options.windowSeconds);
     this.victimPricing = new WindowShareVictimPricing(this.options.costModel);
     this.tree.onRemove = (node) => this.byPrefix.delete(node);
     this.tree.onMerge = (parent, child) => {
@@ -205,6 +214,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     const context = tokens.length + out / 2;
     this.routedOut = out;
     this.routedContext = context;
+    if (this.options.displacement) {
+      // Tokens seen inside the window but cached nowhere were evicted and are wanted again.
+      this.displaced.recordReRequest(match.matched - match.bestCached, now);
+      this.displacedShare = this.displaced.share(now);
+    }
     const costs: E2PlusInstanceCost[] = [];
     const arrivalShare = this.options.laterArrivals ? this.arrivalRate(now) / active.length : 0;
     let best = -1;
@@ -281,7 +295,10 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
         this.options.evictionWeight *
         this.tree.evictionCost(instance, missed, mark, this.victimPricing.price);
     }
-    const total = queued + prefill + decode + interference + eviction + tail;
+    // Each token computed where the cache churns evicts one, wanted again with the measured share.
+    const displacement =
+      this.options.displacement && this.displaced.churns(instance, now) ? this.displacedShare * prefill : 0;
+    const total = queued + prefill + decode + interference + eviction + displacement + tail;
     return {
       instance,
       total,
@@ -290,6 +307,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
       decode,
       interference,
       eviction,
+      displacement,
       tail,
       matchedTokens: matched,
     };
@@ -534,8 +552,11 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     state.queue.add(flight);
     state.contextSum += flight.context;
     this.flights.set(request.id, flight);
-    if (this.options.predictEvictions && !this.reportsEvictions.has(instance))
+    if (this.options.predictEvictions && !this.reportsEvictions.has(instance)) {
+      const before = this.tree.usedTokens(instance);
       this.tree.evictToCapacity(instance);
+      this.countEviction(instance, before, time);
+    }
   }
 
   /**
@@ -553,7 +574,18 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     evictedAt = now,
   ): void {
     this.reportsEvictions.add(instance);
+    const before = this.tree.usedTokens(instance);
     super.instanceEvicted(instance, path, keptTokens, now, evictedAt);
+    this.countEviction(instance, before, now);
+  }
+
+  /**
+   * What left the instance's cache in the tree since it held `before` tokens, for `displacement`
+   * (a stale report clipped to nothing displaced nothing).
+   */
+  private countEviction(instance: InstanceId, before: number, now: number): void {
+    if (this.options.displacement)
+      this.displaced.recordEviction(instance, before - this.tree.usedTokens(instance), now);
   }
 
   /** A moved request (a migration) owes its new instance what it owed the old one. */
@@ -663,6 +695,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     for (const e of this.window.entries()) if (e.instance === instance && e.live) this.dropFromWindow(e);
     this.tree.removeInstanceCache(instance);
     this.reportsEvictions.delete(instance);
+    this.displaced.forget(instance);
   }
 
   override tick(now: number): void {

@@ -435,3 +435,34 @@ test('a fleet of mixed GPUs: each instance is priced with its own cost model (In
   // Its queued prefill is the fast instance's: the next request waits 0.05 s there.
   close(cost(route(p, seq(100, 1000)), 1).queued, 0.05, 'queued on instance 1');
 });
+
+test('displacement: a miss where the cache churns costs the share of evicted tokens wanted again x its prefill', () => {
+  for (const displacement of [true, false]) {
+    const p = plus(2, { displacement });
+    const a = route(p, seq(300, 0), 0); // -> 0
+    p.requestFinished(a.id, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 45 });
+    const b = route(p, seq(300, 5000), 1); // -> 0 (tie, lower id)
+    p.requestFinished(b.id, 2, { promptTokens: 300, cachedTokens: 0, outputTokens: 45 });
+    // Instance 0 evicts both prompts (600 tokens); then a's prompt comes again: 300 of them are wanted.
+    p.instanceEvicted(0, seq(300, 0), 0, 3);
+    p.instanceEvicted(0, seq(300, 5000), 0, 3);
+    const d = route(p, seq(300, 0), 4);
+    assert.equal(d.matchedTokens, 0, 'cached nowhere');
+    // Both miss all 300 tokens (P = 0.3); only 0's cache churns: 0.5 x 0.3 more there.
+    close(cost(d, 0).displacement, displacement ? 0.15 : 0, `displacement on 0 (${displacement})`);
+    close(cost(d, 1).displacement, 0, 'no eviction on 1: nothing displaced');
+    close(cost(d, 0).total - cost(d, 1).total, displacement ? 0.15 : 0, 'the only difference');
+    assert.equal(d.instance, displacement ? 1 : 0);
+  }
+});
+
+test('displacement: nothing once the evictions leave the window, and nothing where evicted tokens are never wanted', () => {
+  const p = plus(2, { windowSeconds: 10 });
+  const a = route(p, seq(300, 0), 0);
+  p.requestFinished(a.id, 1, { promptTokens: 300, cachedTokens: 0, outputTokens: 45 });
+  p.instanceEvicted(0, seq(300, 0), 0, 2);
+  // A new prompt: nothing evicted is wanted again, so the share is 0 although 0 churns.
+  close(cost(route(p, seq(300, 9000), 3), 0).displacement, 0, 'share 0');
+  // The eviction leaves the window (and with it a's window count): no churn, no share.
+  close(cost(route(p, seq(300, 0), 20), 0).displacement, 0, 'outside the window');
+});
