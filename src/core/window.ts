@@ -44,6 +44,15 @@ export class SlidingWindow<E extends { readonly time: number }> {
     }
   }
 
+  /**
+   * `now`, or the newest entry's time if that is later: the time at which an entry stamped `now` can
+   * join without breaking time order (a caller's clock that steps back, a report stamped late).
+   */
+  timeFrom(now: number): number {
+    const newest = this.peekNewest();
+    return newest !== undefined && newest.time > now ? newest.time : now;
+  }
+
   peekOldest(): E | undefined {
     return this.count === 0 ? undefined : this.buffer[this.head];
   }

@@ -34,6 +34,15 @@ test('expire drops exactly the entries older than the horizon, oldest first', ()
   );
 });
 
+test('timeFrom: now, or the newest entry time when the clock stepped back', () => {
+  const w = new SlidingWindow<{ time: number }>(1);
+  assert.equal(w.timeFrom(3), 3, 'empty');
+  w.push({ time: 5 });
+  assert.equal(w.timeFrom(3), 5);
+  assert.equal(w.timeFrom(7), 7);
+  w.push({ time: w.timeFrom(4) });
+});
+
 test('entries must come in time order and the horizon must be positive', () => {
   const w = new SlidingWindow<{ time: number }>(1);
   w.push({ time: 2 });

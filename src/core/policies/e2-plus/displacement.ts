@@ -28,17 +28,20 @@ export class DisplacementMeter {
     this.events = new SlidingWindow(horizon);
   }
 
-  /** `instance` evicted `tokens` (reported by its engine, or predicted by the global LRU model). */
+  /**
+   * `instance` evicted `tokens` (reported by its engine, or predicted by the global LRU model). A
+   * report stamped before the newest event counts at the newest's time (events keep time order).
+   */
   recordEviction(instance: InstanceId, tokens: number, now: number): void {
     if (!(tokens > 0)) return;
-    this.push({ time: this.timeOf(now), evicted: tokens, reRequested: 0 });
+    this.push({ time: this.events.timeFrom(now), evicted: tokens, reRequested: 0 });
     this.lastEviction[instance] = now;
   }
 
   /** A request found `tokens` of its prompt in the tree (seen before) but cached on no instance. */
   recordReRequest(tokens: number, now: number): void {
     if (!(tokens > 0)) return;
-    this.push({ time: this.timeOf(now), evicted: 0, reRequested: tokens });
+    this.push({ time: this.events.timeFrom(now), evicted: 0, reRequested: tokens });
   }
 
   /** The window's share of evicted tokens requested again, at most 1; 0 while nothing was evicted. */
@@ -70,11 +73,5 @@ export class DisplacementMeter {
     this.events.push(e);
     this.evicted += e.evicted;
     this.reRequested += e.reRequested;
-  }
-
-  /** Events keep time order: a report stamped before the newest event counts at the newest's time. */
-  private timeOf(now: number): number {
-    const newest = this.events.peekNewest();
-    return newest !== undefined && newest.time > now ? newest.time : now;
   }
 }

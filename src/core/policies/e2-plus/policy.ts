@@ -514,8 +514,7 @@ export class E2PlusPolicy extends PrefixTreePolicy<E2PlusInstanceCost> {
     now: number,
   ): void {
     const instance = decision.instance;
-    const newest = this.window.peekNewest();
-    const time = newest !== undefined && newest.time > now ? newest.time : now;
+    const time = this.window.timeFrom(now);
     const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
     this.routingMatch = null;
     const chosen = decision.costs.find((c) => c.instance === instance);

@@ -150,8 +150,7 @@ export class E2Policy extends PrefixTreePolicy<E2InstanceCost> {
   ): void {
     const instance = decision.instance;
     // The window needs times in order; a caller's clock that steps back must not break accounting.
-    const newest = this.window.peekNewest();
-    const time = newest !== undefined && newest.time > now ? newest.time : now;
+    const time = this.window.timeFrom(now);
     const leaf = this.tree.assign(request.tokens, instance, time, true, this.routingMatch ?? undefined);
     this.routingMatch = null;
     const cached = decision.matchedTokens;
