@@ -1,9 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
+import { groupPolicyOptions } from '../core/policies/registry.ts';
+import { withPolicyOptions } from '../experiments/policy-options.ts';
 import { experiments, findExperiment } from '../experiments/registry.ts';
 import { ensureWritableDir } from './out-dir.ts';
-import { nonNegativeInt, positiveInt } from './parse.ts';
+import { collect, nonNegativeInt, positiveInt } from './parse.ts';
 
 interface ExperimentFlags {
   requests?: number;
@@ -17,6 +19,7 @@ interface ExperimentFlags {
   mooncake?: string;
   bailian?: string;
   fleet?: string;
+  policyOption: string[];
   json?: boolean;
 }
 
@@ -65,6 +68,12 @@ export function registerExperiment(program: Command): void {
       'the policies grid on this fleet (a YAML/JSON file of instance specs, each with its own preset; docs/fleets.md) in place of its 4 and 8 Mistral-7B A6000s',
     )
     .option(
+      '--policy-option <POLICY.OPTION=VALUE>',
+      "a global policy's option over its default (and over a cell's own, e.g. an ablation step's) in every simulation that runs the policy, e.g. e2-plus.latencyPower=1 (repeatable; the options: preble sim --help)",
+      collect,
+      [],
+    )
+    .option(
       '--json',
       'also print the claims record on stdout: {"experiment", "claims": [{"id", "source", "statement", "paper", "measured", "holds"}]}',
     )
@@ -98,7 +107,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
   for (const [old, renamed] of Object.entries(experiment.renamedSeries ?? {})) {
     if (flags.only?.includes(old)) throw new Error(`--only: series '${old}' was renamed '${renamed}'`);
   }
-  const cells = experiment.cells({
+  const planned = experiment.cells({
     requests,
     seed: flags.seed,
     ...(repeats === undefined ? {} : { repeats }),
@@ -110,7 +119,15 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     ...(flags.bailian === undefined ? {} : { bailianTrace: flags.bailian }),
     ...(fleet === undefined ? {} : { fleet }),
   });
-  if (cells.length === 0) throw new Error('no simulation to run (check --only)');
+  if (planned.length === 0) throw new Error('no simulation to run (check --only)');
+  const runs = new Set(planned.map((c) => c.spec.policy));
+  const byPolicy = groupPolicyOptions(flags.policyOption, (text, policy) => {
+    if (!runs.has(policy))
+      throw new Error(
+        `--policy-option ${text}: no simulation of '${name}' runs ${policy} (its policies: ${[...runs].join(', ')})`,
+      );
+  });
+  const cells = withPolicyOptions(planned, byPolicy);
   const started = Date.now();
   const results = runCells(cells, (done, total, cell) =>
     process.stderr.write(
@@ -126,6 +143,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
     .concat(flags.mooncake === undefined ? [] : [`--mooncake ${flags.mooncake}`])
     .concat(flags.bailian === undefined ? [] : [`--bailian ${flags.bailian}`])
     .concat(flags.fleet === undefined ? [] : [`--fleet ${flags.fleet}`])
+    .concat(flags.policyOption.map((o) => `--policy-option ${o}`))
     .join(' ');
   const { markdown, plots } = renderReport(experiment, results, {
     command,

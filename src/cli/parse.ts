@@ -28,3 +28,8 @@ export function nonNegativeNumber(value: string): number {
     throw new InvalidArgumentError(`expected a non-negative number, got '${value}'`);
   return n;
 }
+
+/** A repeatable option's values in the order given (commander's accumulator). */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}

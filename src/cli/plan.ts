@@ -17,7 +17,7 @@ import { type QuestionName, questionNames } from '../search/plan.ts';
 import type { Layout, SearchSpace } from '../search/space.ts';
 import { parseWorkloadSpec } from '../workloads/traces/registry.ts';
 import { ensureWritableDir } from './out-dir.ts';
-import { nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
+import { collect, nonNegativeInt, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 interface PlanFlags {
@@ -126,10 +126,6 @@ export function registerPlan(program: Command): void {
     .option('--json', 'print one JSON object on stdout')
     .action((flags: PlanFlags) => plan(flags));
   addRegistryHelp(command, ['policies', 'queuePolicies', 'workloads']);
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
 
 function share(value: string): number {

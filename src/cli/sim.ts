@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import { createLengthPredictor } from '../core/length/registry.ts';
-import { parsePolicyList, parsePolicyOption } from '../core/policies/registry.ts';
+import { groupPolicyOptions, parsePolicyList } from '../core/policies/registry.ts';
 import {
   isQueuePolicyName,
   parseQueuePolicyOption,
@@ -11,7 +11,7 @@ import {
 import type { SimReport, SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { ensureWritableDir } from './out-dir.ts';
-import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
+import { collect, nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './parse.ts';
 import { addRegistryHelp } from './registry-help.ts';
 
 interface SimFlags {
@@ -138,23 +138,15 @@ function share(value: string): number {
   return n;
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
 /** `--policy-option` values grouped by policy; each must name a policy of the run. */
 function policyOptionsOf(
   given: readonly string[],
   policies: readonly string[],
 ): Map<string, Record<string, unknown>> {
-  const byPolicy = new Map<string, Record<string, unknown>>();
-  for (const text of given) {
-    const { policy, key, value } = parsePolicyOption(text);
+  return groupPolicyOptions(given, (text, policy) => {
     if (!policies.includes(policy))
       throw new Error(`--policy-option ${text}: '${policy}' is not in --policy`);
-    byPolicy.set(policy, { ...byPolicy.get(policy), [key]: value });
-  }
-  return byPolicy;
+  });
 }
 
 /** `--queue-policy-option` values in one object; each must name the run's queue policy unless it is auto. */

@@ -41,3 +41,21 @@ test('preble experiment --fleet: only the policies grid takes one, of mixed inst
     assert.match(bad.stderr, message);
   }
 });
+
+test('preble experiment --policy-option: a policy the experiment does not run, or a bad option, fails in one line', async () => {
+  for (const [args, message] of [
+    [
+      ['distserve', '--policy-option', 'e2-plus.latencyPower=1'],
+      /^preble: --policy-option e2-plus\.latencyPower=1: no simulation of 'distserve' runs e2-plus \(its policies: round-robin, least-load, distserve\)\n$/,
+    ],
+    [
+      ['preble-e2e', '--policy-option', 'e2-plus.latencyPower=many'],
+      /^preble: e2-plus option 'latencyPower' must be a number, got 'many'\n$/,
+    ],
+    [['preble-e2e', '--policy-option', 'e2-plus.nope=1'], /^preble: unknown e2-plus option 'nope'; valid: /],
+  ] as const) {
+    const bad = await runCli(['experiment', ...args, '--out', '/tmp']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, message);
+  }
+});

@@ -331,6 +331,23 @@ export function parsePolicyOption(text: string): { policy: GlobalPolicyName; key
   return { policy: policy as GlobalPolicyName, key, value };
 }
 
+/**
+ * `--policy-option` texts grouped by policy, later values of one option over earlier ones; `check`
+ * (given the text and its policy) throws where the caller's context has no such policy.
+ */
+export function groupPolicyOptions(
+  given: readonly string[],
+  check: (text: string, policy: GlobalPolicyName) => void = () => {},
+): Map<GlobalPolicyName, Record<string, unknown>> {
+  const byPolicy = new Map<GlobalPolicyName, Record<string, unknown>>();
+  for (const text of given) {
+    const { policy, key, value } = parsePolicyOption(text);
+    check(text, policy);
+    byPolicy.set(policy, { ...byPolicy.get(policy), [key]: value });
+  }
+  return byPolicy;
+}
+
 /** One line per policy with its options and defaults, for `--help`. */
 export function describeGlobalPolicies(): string[] {
   return [...globalPolicyNames, ...disaggregatedPolicyNames].map((name) => {
