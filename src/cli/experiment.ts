@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { groupPolicyOptions } from '../core/policies/registry.ts';
-import { withPolicyOptions } from '../experiments/policy-options.ts';
+import { buildEachOnce, withPolicyOptions } from '../experiments/policy-options.ts';
 import { experiments, findExperiment } from '../experiments/registry.ts';
 import { ensureWritableDir } from './out-dir.ts';
 import { collect, nonNegativeInt, positiveInt } from './parse.ts';
@@ -128,6 +128,7 @@ async function runExperiment(name: string, flags: ExperimentFlags): Promise<void
       );
   });
   const cells = withPolicyOptions(planned, byPolicy);
+  buildEachOnce(cells, byPolicy.keys());
   const started = Date.now();
   const results = runCells(cells, (done, total, cell) =>
     process.stderr.write(

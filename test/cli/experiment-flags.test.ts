@@ -53,6 +53,11 @@ test('preble experiment --policy-option: a policy the experiment does not run, o
       /^preble: e2-plus option 'latencyPower' must be a number, got 'many'\n$/,
     ],
     [['preble-e2e', '--policy-option', 'e2-plus.nope=1'], /^preble: unknown e2-plus option 'nope'; valid: /],
+    // Refused by the policy's constructor, before the first simulation runs (no progress line).
+    [
+      ['preble-e2e', '--policy-option', 'e2-plus.latencyPower=0.5'],
+      /^preble: e2-plus option 'latencyPower' must be >= 1, got 0\.5\n$/,
+    ],
   ] as const) {
     const bad = await runCli(['experiment', ...args, '--out', '/tmp']);
     assert.notEqual(bad.code, 0);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { groupPolicyOptions } from '../../src/core/policies/registry.ts';
-import { withPolicyOptions } from '../../src/experiments/policy-options.ts';
+import { buildEachOnce, withPolicyOptions } from '../../src/experiments/policy-options.ts';
 import { findExperiment } from '../../src/experiments/registry.ts';
 
 // `preble experiment --policy-option`: a variant of a report without editing a default.
@@ -40,5 +40,20 @@ test('groupPolicyOptions types each value by its default and refuses what the ca
         if (policy !== 'e2') throw new Error(`${text}: not run`);
       }),
     /^Error: cache-aware\.balanceAbsThreshold=4: not run$/,
+  );
+});
+
+test('buildEachOnce refuses an option that the policy constructor refuses, before anything runs', () => {
+  const cells = findExperiment('preble-e2e').cells({
+    requests: 10,
+    seed: 0,
+    only: ['e2-plus', 'round-robin'],
+  });
+  const ok = withPolicyOptions(cells, groupPolicyOptions(['e2-plus.latencyPower=1']));
+  buildEachOnce(ok, ['e2-plus']);
+  const bad = withPolicyOptions(cells, groupPolicyOptions(['e2-plus.latencyPower=0.5']));
+  assert.throws(
+    () => buildEachOnce(bad, ['e2-plus']),
+    /^Error: e2-plus option 'latencyPower' must be >= 1, got 0\.5$/,
   );
 });
