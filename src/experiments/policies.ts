@@ -11,6 +11,8 @@ import { traceArrivals, traceRequests } from '../workloads/traces/registry.ts';
 import { withArrivals } from '../workloads/traces/with-arrivals.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { DEFAULT_AZURE_TRACE } from './azure-mixed.ts';
+import { e2Cells, e2VsRoundRobinClaim, e2VsRoundRobinLines } from './e2-vs-round-robin.ts';
+import { oncePerRun } from './once-per-run.ts';
 import { comparePaired, EVEN, type Standing, standingOf } from './paired-comparison.ts';
 import { DEFAULT_SPLITWISE_TRACES } from './splitwise.ts';
 import type { Cell, CellResult, Claim, Experiment, ExperimentOptions } from './types.ts';
@@ -452,6 +454,8 @@ export const policies: Experiment = {
         );
       }
     }
+    const paper = e2VsRoundRobinLines(paperCells(results));
+    if (paper.length > 0) lines.push('', ...paper);
     lines.push('');
     return lines.join('\n');
   },
@@ -500,56 +504,8 @@ export const policies: Experiment = {
         holds: beyond.every((g) => g.cell !== 'lost'),
       });
     }
-    const e2 = results.filter(
-      (r) =>
-        r.cell.series === 'e2' &&
-        repeatOf(r) === 0 &&
-        paperPanel(r.cell.panel) &&
-        r.cell.spec.fleet === undefined &&
-        loadOf(results, r) !== 'light',
-    );
-    const ratios = e2.flatMap((r) => {
-      const rr = results.find(
-        (x) =>
-          x.cell.series === 'round-robin' &&
-          repeatOf(x) === 0 &&
-          x.cell.panel === r.cell.panel &&
-          x.report.rps === r.report.rps,
-      );
-      return rr === undefined
-        ? []
-        : [
-            {
-              mean: rr.report.latency.mean / r.report.latency.mean,
-              p99: rr.report.latency.p99 / r.report.latency.p99,
-            },
-          ];
-    });
-    if (ratios.length > 0) {
-      const inRange = ratios.filter((x) => x.mean >= 1.5 && x.mean <= 14.5).length;
-      const lo = (f: (x: { mean: number; p99: number }) => number) => Math.min(...ratios.map(f));
-      const hi = (f: (x: { mean: number; p99: number }) => number) => Math.max(...ratios.map(f));
-      claims.push({
-        id: 'e2-vs-round-robin',
-        source: 'Preble (ICLR 25), Figure 3',
-        statement: `E2 within the paper's range over round robin where the paper's setup applies (one workload at a time, medium and heavy load${seeds > 1 ? `; seed ${seed0}` : ''})`,
-        paper: '1.5x-14.5x mean, 2x-10x p99 latency',
-        measured: `round robin / e2: ${fixed(
-          lo((x) => x.mean),
-          2,
-        )}x-${fixed(
-          hi((x) => x.mean),
-          2,
-        )}x mean, ${fixed(
-          lo((x) => x.p99),
-          2,
-        )}x-${fixed(
-          hi((x) => x.p99),
-          2,
-        )}x p99; ${inRange} of ${ratios.length} cells within the paper's mean range`,
-        holds: inRange === ratios.length,
-      });
-    }
+    const paper = e2VsRoundRobinClaim(paperCells(results), seeds > 1 ? `; seed ${seed0}` : '');
+    if (paper !== undefined) claims.push(paper);
     return claims;
   },
 };
@@ -825,6 +781,18 @@ function loadOf(results: readonly CellResult[], r: CellResult): string {
   );
   return LOADS[rates.indexOf(r.report.rps)]?.name ?? `${r.report.rps} rps`;
 }
+
+/**
+ * E2 against round robin in the paper's setup (one workload, medium and heavy load, one GPU model, the
+ * first seed), each cell with its stream's latency floor: once per run (it regenerates the streams).
+ */
+const paperCells = oncePerRun((results) =>
+  e2Cells(results, (r) => {
+    if (repeatOf(r) !== 0 || !paperPanel(r.cell.panel) || r.cell.spec.fleet !== undefined) return undefined;
+    const load = loadOf(results, r);
+    return load === 'light' ? undefined : load;
+  }),
+);
 
 function paperPanel(panel: string): boolean {
   return (baseWorkloadNames as readonly string[]).includes(panelWorkload(panel));

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { aloneLatency } from '../core/cost-model/alone.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import type { CostModel } from '../core/cost-model/types.ts';
 import { fleetCostPerHour } from '../core/fleet/cost.ts';
@@ -170,23 +171,6 @@ export function splitwiseSpec(
   };
 }
 
-/** One request alone on the reference machine: TTFT, mean TBT (undefined with one token) and E2E. */
-export interface Uncontended {
-  readonly ttft: number;
-  readonly tbt?: number;
-  readonly e2e: number;
-}
-
-export function uncontended(model: CostModel, promptTokens: number, outputTokens: number): Uncontended {
-  const ttft = model.prefillTime(promptTokens, 0);
-  const decode = outputTokens > 1 ? model.decodeTime(outputTokens - 1, promptTokens) : 0;
-  return {
-    ttft,
-    ...(outputTokens > 1 ? { tbt: decode / (outputTokens - 1) } : {}),
-    e2e: ttft + decode,
-  };
-}
-
 export type Slowdowns = Readonly<Record<SloMetric, Percentiles>>;
 
 /**
@@ -198,7 +182,7 @@ export function slowdowns(records: readonly SimRecord[], reference: CostModel): 
   const tbt: number[] = [];
   const e2e: number[] = [];
   for (const r of records) {
-    const alone = uncontended(reference, r.promptTokens, r.outputTokens);
+    const alone = aloneLatency(reference, { promptTokens: r.promptTokens, outputTokens: r.outputTokens });
     const done = r.finish >= 0 && r.firstToken >= 0;
     ttft.push(done ? (r.firstToken - r.arrival) / alone.ttft : Number.POSITIVE_INFINITY);
     e2e.push(done ? (r.finish - r.arrival) / alone.e2e : Number.POSITIVE_INFINITY);
@@ -556,7 +540,7 @@ function lengthsTable(f: Findings, requests: number, seed: number): string[] {
     const output = medianOf(stream.map((r) => r.outputTokens));
     const short = stream.filter((r) => r.tokens.length < LARGE_PROMPT).length / stream.length;
     const times = (model: CostModel, paper: [number, number]) => {
-      const alone = uncontended(model, prompt, Math.max(2, output));
+      const alone = aloneLatency(model, { promptTokens: prompt, outputTokens: Math.max(2, output) });
       return `${fixed(1000 * alone.ttft, 0)} / ${fixed(1000 * alone.tbt!, 1)} (${paper[0]} / ${paper[1]})`;
     };
     const published = SPLITWISE_STAND_IN[t];

@@ -353,3 +353,30 @@ test('--fleet: the grid runs on the given fleet, one size, its panels named for 
     /^Error: --fleet: the policies grid runs colocated policies; instance 0 is prefill \(every instance must be mixed\)$/,
   );
 });
+
+test("the paper's comparison: E2 over round robin per medium and heavy cell, beside round robin over the stream's latency floor", () => {
+  const cells = policies
+    .cells({ requests: 20, seed: 0, only: ['e2', 'round-robin'], ...missing })
+    .filter((c) => c.panel.startsWith('toolbench, 4 ') && (c.repeat ?? 0) === 0)
+    .map((c) => shortened(c, 40));
+  const results = runCells(cells);
+  const claim = policies.claims!(results).find((c) => c.id === 'e2-vs-round-robin')!;
+  // Two cells (medium and heavy; light is not the paper's setup), each with its floor.
+  assert.match(
+    claim.measured,
+    /round robin \/ e2: [\d.]+x-[\d.]+x mean, [\d.]+x-[\d.]+x p99; \d of 2 cells within the paper's mean range \(\d below it, \d above\); round robin \/ latency floor, the most any placement could gain: [\d.]+x-[\d.]+x/,
+  );
+  const text = policies.discuss(results);
+  const rows = text.split('\n').filter((l) => /^\| toolbench, 4 .* \((medium|heavy)\) \|/.test(l));
+  assert.equal(rows.length, 2, text);
+  for (const row of rows) {
+    const cols = row.split('|').map((s) => s.trim());
+    const [rrMean, e2Mean, floorMean] = [cols[2]!, cols[3]!, cols[4]!].map((x) => Number(x.split(' / ')[0]));
+    assert.ok(floorMean! > 0 && floorMean! <= rrMean! && floorMean! <= e2Mean!, row);
+    assert.equal(Number(cols[6]!.replace('x', '')).toFixed(1), (rrMean! / floorMean!).toFixed(1), row);
+  }
+  assert.match(
+    text,
+    /Checked on these runs: \d+ of\s+\d+ requests of E2 and round robin finished below their floor/,
+  );
+});

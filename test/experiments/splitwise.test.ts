@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { aloneLatency } from '../../src/core/cost-model/alone.ts';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
 import { findExperiment } from '../../src/experiments/registry.ts';
 import { renderReport } from '../../src/experiments/report.ts';
@@ -21,7 +22,6 @@ import {
   splitwiseFleet,
   splitwiseRequests,
   transferClaim,
-  uncontended,
 } from '../../src/experiments/splitwise.ts';
 import type { SimRecord } from '../../src/sim/record.ts';
 
@@ -109,10 +109,10 @@ function record(fields: Partial<SimRecord>): SimRecord {
 
 test('splitwise: slowdowns against the uncontended DGX-A100 and the nine SLOs of Table VI', () => {
   const reference = costModelPreset(SPLITWISE_REFERENCE_MODEL);
-  const alone = uncontended(reference, 1000, 11);
+  const alone = aloneLatency(reference, { promptTokens: 1000, outputTokens: 11 });
   assert.ok(alone.ttft > 0 && alone.tbt! > 0);
   assert.ok(Math.abs(alone.e2e - (alone.ttft + 10 * alone.tbt!)) < 1e-12);
-  assert.equal(uncontended(reference, 1000, 1).tbt, undefined);
+  assert.equal(aloneLatency(reference, { promptTokens: 1000, outputTokens: 1 }).tbt, undefined);
   // Twice as slow in every metric: TTFT (2x <= 2x) holds, TBT and E2E (2x > 1.25x) miss at P50 and P90.
   const twice = record({ firstToken: 2 * alone.ttft, finish: 2 * alone.e2e });
   const s = slowdowns([twice], reference);

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { aloneLatency } from '../../src/core/cost-model/alone.ts';
+import { costModelPreset } from '../../src/core/cost-model/presets.ts';
+import { belowFloor, latencyFloor } from '../../src/experiments/latency-floor.ts';
+import { steadyLatency } from '../../src/experiments/paired-comparison.ts';
+import { runSimulation } from '../../src/sim/run.ts';
+import { createWorkload } from '../../src/workloads/registry.ts';
+
+const a6000 = costModelPreset('mistral-7b-a6000');
+const h100 = costModelPreset('llama2-7b-h100');
+
+const req = (id: string, arrival: number, tokens: number[], outputTokens = 10) => ({
+  id,
+  arrival,
+  tokens: Uint32Array.from(tokens),
+  outputTokens,
+  workload: 't',
+});
+
+test('latencyFloor: each request alone with every earlier prompt cached; the warm-up fills the cache but is not counted', () => {
+  const shared = Array.from({ length: 3000 }, (_, i) => i + 1);
+  const stream = [req('a', 0, [...shared, 7]), req('b', 5, [...shared, 8, 9]), req('c', 6, [1, 2, 3])];
+  const floor = latencyFloor(stream, [a6000], 512, 1);
+  assert.deepEqual([...floor.byId.keys()], ['b', 'c'], 'a arrived in the warm-up');
+  // b finds a's 3,000 shared tokens cached: only its last two are computed.
+  const b = aloneLatency(a6000, {
+    promptTokens: 3002,
+    cachedTokens: 3000,
+    outputTokens: 10,
+    chunkTokens: 512,
+  });
+  assert.equal(floor.byId.get('b'), b.e2e);
+  // c shares [1, 2] with the earlier prompts.
+  const c = aloneLatency(a6000, { promptTokens: 3, cachedTokens: 2, outputTokens: 10, chunkTokens: 512 });
+  assert.equal(
+    floor.byId.get('c'),
+    Math.min(c.e2e, aloneLatency(a6000, { promptTokens: 3, outputTokens: 10, chunkTokens: 512 }).e2e),
+  );
+  assert.ok(Math.abs(floor.latency.mean - (floor.byId.get('b')! + floor.byId.get('c')!) / 2) < 1e-12);
+  // The fastest of several models sets it.
+  const mixed = latencyFloor(stream, [a6000, h100], 512, 1);
+  assert.ok(mixed.latency.mean < floor.latency.mean);
+  assert.throws(() => latencyFloor(stream, [], 512), /no cost model/);
+});
+
+test("latencyFloor: no policy beats it on a simulated run (beyond the fitted costs' steps), and belowFloor finds one that does", () => {
+  const requests = () => createWorkload('video-qa', { requests: 200, rps: 1, seed: 3, instances: 2 });
+  const floor = latencyFloor(requests(), [a6000], 512);
+  for (const policy of ['round-robin', 'e2', 'e2-plus', 'cache-aware']) {
+    const { report, result } = runSimulation({
+      policy,
+      workload: 'video-qa',
+      instances: 2,
+      rps: 1,
+      costModel: a6000,
+      requests,
+      seed: 3,
+    });
+    const run = steadyLatency(result.records, 0);
+    assert.ok(
+      report.latency.mean >= floor.latency.mean,
+      `${policy}: ${report.latency.mean} < ${floor.latency.mean}`,
+    );
+    assert.ok(
+      belowFloor(floor, run).worstShortfall < 0.01,
+      `${policy}: ${belowFloor(floor, run).worstShortfall}`,
+    );
+  }
+  const id = [...floor.byId.keys()][0]!;
+  const faster = belowFloor(floor, { ids: [id], latency: [floor.byId.get(id)! * 0.9] });
+  assert.equal(faster.count, 1);
+  assert.ok(Math.abs(faster.worstShortfall - 0.1) < 1e-12);
+});
