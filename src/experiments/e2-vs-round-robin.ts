@@ -1,6 +1,5 @@
-import { defaultChunkedPrefillTokens } from '../engine/options.ts';
 import { fixed } from '../report/text-table.ts';
-import { belowFloor, latencyFloor } from './latency-floor.ts';
+import { belowFloor, specFloor } from './latency-floor.ts';
 import type { CellResult, Claim } from './types.ts';
 
 /** The paper's range of round robin's mean latency over Preble's (Figure 3; the abstract's 1.5x-14.5x). */
@@ -42,13 +41,7 @@ export function e2Cells(
         x.report.rps === e2.report.rps,
     );
     if (roundRobin === undefined) continue;
-    const spec = e2.cell.spec;
-    const floor = latencyFloor(
-      spec.requests(),
-      [spec.costModel],
-      spec.chunkTokens ?? defaultChunkedPrefillTokens,
-      spec.warmupSeconds ?? 0,
-    );
+    const floor = specFloor(e2.cell.spec);
     let below = 0;
     let measured = 0;
     let worst = 0;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { idealHitRate } from '../../src/experiments/ideal-hit.ts';
 import { findExperiment } from '../../src/experiments/registry.ts';
+import { fixed } from '../../src/report/text-table.ts';
 import { shortened } from './shortened.ts';
 
 const req = (id: string, tokens: number[]) => ({
@@ -58,4 +59,27 @@ test('a Preble report shows the working set against the fleet KV, and the warm-u
   assert.match(markdown, /working set \/ fleet KV/);
   assert.match(markdown, /\| 816k \(4 x 204k\) \|/);
   assert.match(markdown, /Warm-up left out/);
+});
+
+test("preble-e2e: each panel's E2 over round robin beside round robin over the stream's latency floor", async () => {
+  const { runCells } = await import('../../src/experiments/runner.ts');
+  const { specFloor } = await import('../../src/experiments/latency-floor.ts');
+  const experiment = findExperiment('preble-e2e');
+  const cells = experiment
+    .cells({ requests: 40, seed: 0, only: ['e2', 'round-robin'] })
+    .filter((c) => c.panel === 'toolbench, 2 x Mistral-7B on A6000')
+    .map((c) => shortened(c, 40));
+  const results = runCells(cells);
+  const top = Math.max(...results.map((r) => r.report.rps));
+  const rr = results.find((r) => r.cell.series === 'round-robin' && r.report.rps === top)!;
+  const row = experiment
+    .discuss(results)
+    .split('\n')
+    .find((l) => l.startsWith(`| toolbench, 2 x Mistral-7B on A6000 @ ${top} rps |`))!;
+  const cols = row.split('|').map((s) => s.trim());
+  const e2 = results.find((r) => r.cell.series === 'e2' && r.report.rps === top)!;
+  assert.equal(cols[2], `${fixed(rr.report.latency.mean / e2.report.latency.mean, 2)}x`);
+  const ceiling = rr.report.latency.mean / specFloor(rr.cell.spec).latency.mean;
+  assert.ok(ceiling >= 1, `${ceiling}`);
+  assert.equal(Number(cols[4]!.replace('x', '')), Number(ceiling.toFixed(2)));
 });
