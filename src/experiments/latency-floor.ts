@@ -1,9 +1,8 @@
 import { aloneLatency } from '../core/cost-model/alone.ts';
 import { costModelPreset } from '../core/cost-model/presets.ts';
 import type { CostModel } from '../core/cost-model/types.ts';
-import { defaultChunkedPrefillTokens } from '../engine/options.ts';
 import { type Percentiles, percentiles } from '../report/stats.ts';
-import type { SimSpec } from '../sim/run.ts';
+import { runChunkTokens, type SimSpec } from '../sim/run.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
 import { idealCached } from './ideal-hit.ts';
 
@@ -56,17 +55,12 @@ export function latencyFloor(
 
 /**
  * A simulation's floor: its stream on its models (a fleet's fastest) at its chunk budget, the warm-up
- * left out. Instances' own chunk budgets are not read: the run's (or the engine's default) applies.
+ * left out. Instances' own chunk budgets are not read: the run's (its policy's, the engine's) applies.
  */
 export function specFloor(spec: SimSpec): LatencyFloor {
   const models =
     spec.fleet === undefined ? [spec.costModel] : spec.fleet.map((i) => costModelPreset(i.costModel));
-  return latencyFloor(
-    spec.requests(),
-    models,
-    spec.chunkTokens ?? defaultChunkedPrefillTokens,
-    spec.warmupSeconds ?? 0,
-  );
+  return latencyFloor(spec.requests(), models, runChunkTokens(spec), spec.warmupSeconds ?? 0);
 }
 
 /**

@@ -7,6 +7,7 @@ import { createGlobalPolicy, policyEntry, resolvePolicyOptions } from '../core/p
 import { createProvisioner, type ProvisionerChoice } from '../core/provisioning/registry.ts';
 import type { QueuePolicyName, QueuePolicyOptions } from '../core/replica-queue/registry.ts';
 import type { Role } from '../core/types.ts';
+import { defaultChunkedPrefillTokens } from '../engine/options.ts';
 import type { EngineSnapshot } from '../engine/types.ts';
 import { percentiles } from '../report/stats.ts';
 import type { WorkloadRequest } from '../workloads/types.ts';
@@ -196,11 +197,21 @@ export function resolveQueuePolicy(
   return (policy === undefined ? undefined : policyEntry(policy).engineQueuePolicy) ?? 'lpm';
 }
 
+/** The chunked-prefill budget the run or its policy sets (undefined: the engine's default). */
+function chosenChunkTokens(spec: SimSpec): number | undefined {
+  return spec.chunkTokens ?? policyEntry(spec.policy).engineChunkTokens;
+}
+
+/** The chunked-prefill budget of a run's engines, where an instance sets none of its own. */
+export function runChunkTokens(spec: SimSpec): number {
+  return chosenChunkTokens(spec) ?? defaultChunkedPrefillTokens;
+}
+
 /** Run one simulation and summarize it; returns the raw result too, for CSV and plots. */
 export function runSimulation(spec: SimSpec): { report: SimReport; result: SimResult } {
   const queuePolicy = resolveQueuePolicy(spec.queuePolicy, spec.policy);
   const entry = policyEntry(spec.policy);
-  const chunkTokens = spec.chunkTokens ?? entry.engineChunkTokens;
+  const chunkTokens = chosenChunkTokens(spec);
   // The policy's prefill batching from each prefill instance's cost model (DistServe's L_m), where
   // neither the run nor the instance sets a chunk budget.
   const batching = spec.chunkTokens === undefined ? entry.prefillBatching : undefined;

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { aloneLatency } from '../../src/core/cost-model/alone.ts';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
-import { belowFloor, latencyFloor } from '../../src/experiments/latency-floor.ts';
+import { belowFloor, latencyFloor, specFloor } from '../../src/experiments/latency-floor.ts';
 import { steadyLatency } from '../../src/experiments/paired-comparison.ts';
-import { runSimulation } from '../../src/sim/run.ts';
+import { runChunkTokens, runSimulation } from '../../src/sim/run.ts';
 import { createWorkload } from '../../src/workloads/registry.ts';
 
 const a6000 = costModelPreset('mistral-7b-a6000');
@@ -71,4 +71,29 @@ test("latencyFloor: no policy beats it on a simulated run (beyond the fitted cos
   const faster = belowFloor(floor, { ids: [id], latency: [floor.byId.get(id)! * 0.9] });
   assert.equal(faster.count, 1);
   assert.ok(Math.abs(faster.worstShortfall - 0.1) < 1e-12);
+});
+
+test("specFloor prefills in the run's chunks: the run's budget, else its policy's, else the engine's", () => {
+  const spec = {
+    policy: 'round-robin',
+    workload: 't',
+    instances: 1,
+    rps: 1,
+    costModel: a6000,
+    requests: () => [
+      req(
+        'a',
+        0,
+        Array.from({ length: 5000 }, (_, i) => i + 1),
+        2,
+      ),
+    ],
+    seed: 0,
+  };
+  const chunked = (chunk: number) =>
+    aloneLatency(a6000, { promptTokens: 5000, outputTokens: 2, chunkTokens: chunk }).e2e;
+  assert.equal(runChunkTokens(spec), 512);
+  assert.equal(specFloor(spec).byId.get('a'), chunked(512));
+  assert.equal(specFloor({ ...spec, chunkTokens: 256 }).byId.get('a'), chunked(256));
+  assert.equal(runChunkTokens({ ...spec, policy: 'splitwise' }), 2048);
 });
