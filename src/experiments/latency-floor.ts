@@ -18,7 +18,8 @@ export interface LatencyFloor {
  * instance of the fastest model (its chunked prefill, then one decode step per output token), with every
  * earlier prompt's prefix already cached there (one infinite cache, `idealCached`). Queueing, batching
  * and misses only add to it, so a policy's mean over round robin's can reach at most round robin's mean
- * over the floor's: what any scheduler could gain in that cell.
+ * over the floor's: what any scheduler could gain in that cell. Up to the fitted costs' steps: a prompt
+ * chunked at other offsets than the floor's can cost a fraction of a percent less (`belowFloor` counts it).
  *
  * `measuredFrom`: requests arriving earlier are left out of the figures (a run's warm-up), though their
  * prompts still fill the cache.
