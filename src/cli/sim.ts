@@ -40,6 +40,7 @@ interface SimFlags {
   out?: string;
   json?: boolean;
   baseline?: string;
+  floor?: boolean;
 }
 
 export function registerSim(program: Command): void {
@@ -120,6 +121,10 @@ export function registerSim(program: Command): void {
       'compare this policy of --policy with each other one at each rate: paired mean and p99 latency ratios with 95% bootstrap intervals over the requests both completed',
     )
     .option('--out <dir>', 'write JSON, per-request CSV and plots there')
+    .option(
+      '--floor',
+      "also each run's latency floor: every measured request alone on an idle instance with every earlier prompt cached (no policy goes below it; --json: {results, floors})",
+    )
     .option('--json', 'print one JSON object on stdout')
     .action((flags: SimFlags) => sim(flags));
   addRegistryHelp(command, [
@@ -266,6 +271,7 @@ async function sim(flags: SimFlags): Promise<void> {
     if (slo === undefined) throw new Error('--goodput needs --slo-ttft and --slo-tpot');
     if (rates.length !== 1) throw new Error('--goodput takes one --rps: the rate its search starts from');
     if (flags.out !== undefined) throw new Error('--goodput writes no --out files; run the rates it finds');
+    if (flags.floor === true) throw new Error('--floor reads runs at --rps, not a --goodput search');
     const stream = (rps: number) =>
       workloadStream(flags.workload, { requests: flags.requests, rps, seed: flags.seed, instances });
     const { goodputTable, searchGoodput } = await import('./sim-goodput.ts');
@@ -277,6 +283,7 @@ async function sim(flags: SimFlags): Promise<void> {
   }
   const reports: SimReport[] = [];
   const records = new Map<string, import('../sim/record.ts').SimRecord[]>();
+  const streams = new Map<number, () => Iterable<WorkloadRequest>>();
   const progress = createProgress((trace?.rows ?? flags.requests) * rates.length * policies.length);
   try {
     for (const rps of rates) {
@@ -286,6 +293,7 @@ async function sim(flags: SimFlags): Promise<void> {
         seed: flags.seed,
         instances,
       });
+      streams.set(rps, requests);
       for (const policy of policies) {
         const done = progress.offset();
         const { report, result } = runSimulation({
@@ -307,10 +315,20 @@ async function sim(flags: SimFlags): Promise<void> {
       : await import('./sim-compare.ts').then(({ compareWithBaseline }) =>
           compareWithBaseline(flags.baseline!, reports, records, flags.warmup ?? 0),
         );
+  const floors =
+    flags.floor === true
+      ? (await import('./sim-floor.ts')).floorRows(reports, (r) =>
+          specFor(r.policy, r.rps, streams.get(r.rps)!),
+        )
+      : undefined;
   if (flags.json) {
     const single =
-      comparisons !== undefined
-        ? { results: reports, comparisons }
+      comparisons !== undefined || floors !== undefined
+        ? {
+            results: reports,
+            ...(comparisons === undefined ? {} : { comparisons }),
+            ...(floors === undefined ? {} : { floors }),
+          }
         : reports.length === 1
           ? reports[0]
           : { results: reports };
@@ -321,5 +339,9 @@ async function sim(flags: SimFlags): Promise<void> {
   if (comparisons !== undefined && comparisons.length > 0) {
     const { baselineTable } = await import('./sim-compare.ts');
     process.stdout.write(`\n${baselineTable(comparisons)}\n`);
+  }
+  if (floors !== undefined) {
+    const { floorTable } = await import('./sim-floor.ts');
+    process.stdout.write(`\n${floorTable(floors)}\n`);
   }
 }

@@ -494,3 +494,43 @@ test('preble sim refuses a trace row too large for any instance, says so under t
     /refused, their prompt and output larger than the KV of every instance or of every one the policy would pick \(left out of every figure above\): 1 of 4 requests in every run/,
   );
 });
+
+test("preble sim --floor: each run's latency floor beside it, the same stream's at each rate; --goodput refuses it", async () => {
+  const args = ['sim', '--workload', 'video-qa', '--instances', '2', '--rps', '1,2', '--requests', '120'];
+  const json = await runCli([...args, '--policy', 'e2,round-robin', '--floor', '--json']);
+  assert.equal(json.code, 0, json.stderr);
+  const out = JSON.parse(json.stdout) as {
+    results: { policy: string; rps: number; latency: { mean: number; p99: number } }[];
+    floors: { policy: string; rps: number; floor: { mean: number; p99: number }; meanOverFloor: number }[];
+  };
+  assert.deepEqual(
+    out.floors.map((f) => `${f.policy}@${f.rps}`),
+    ['e2@1', 'round-robin@1', 'e2@2', 'round-robin@2'],
+  );
+  for (const f of out.floors) {
+    const run = out.results.find((r) => r.policy === f.policy && r.rps === f.rps)!;
+    assert.ok(f.floor.mean > 0 && f.floor.mean <= run.latency.mean * 1.003, `${f.policy}@${f.rps}`);
+    assert.ok(f.floor.p99 <= run.latency.p99 * 1.003, `${f.policy}@${f.rps} p99`);
+    assert.ok(Math.abs(f.meanOverFloor - run.latency.mean / f.floor.mean) < 1e-9);
+  }
+  // The floor reads the stream and the model, not the policy: one per rate.
+  assert.equal(out.floors[0]!.floor.mean, out.floors[1]!.floor.mean);
+  const text = await runCli([...args, '--policy', 'round-robin', '--floor']);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /Latency floor: each measured request alone on an idle instance/);
+  assert.match(text.stdout, /^round-robin\s+2\s+[\d.]+\s+[\d.]+\s+[\d.]+x$/m);
+  const goodput = await runCli([
+    ...args.slice(0, 5),
+    '--rps',
+    '1',
+    '--slo-ttft',
+    '5',
+    '--slo-tpot',
+    '0.2',
+    '--goodput',
+    '0.9',
+    '--floor',
+  ]);
+  assert.equal(goodput.code, 1, goodput.stderr);
+  assert.match(goodput.stderr, /--floor reads runs at --rps, not a --goodput search/);
+});
