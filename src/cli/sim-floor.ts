@@ -1,6 +1,7 @@
 import { specFloor } from '../experiments/latency-floor.ts';
+import type { Percentiles } from '../report/stats.ts';
 import { fixed, textTable } from '../report/text-table.ts';
-import type { SimReport, SimSpec } from '../sim/run.ts';
+import { runChunkTokens, type SimReport, type SimSpec } from '../sim/run.ts';
 
 /** A run's latency floor (`--floor`): what no policy's mean or p99 goes below at that rate. */
 export interface FloorRow {
@@ -11,10 +12,21 @@ export interface FloorRow {
   readonly meanOverFloor: number;
 }
 
-/** One row per run, its floor from the run's own spec (stream, model, chunk budget, warm-up). */
+/**
+ * One row per run, its floor from the run's own spec (stream, model, chunk budget, warm-up). Policies at
+ * one rate share a stream, so the floor is computed once per rate and chunk budget, not once per run.
+ */
 export function floorRows(reports: readonly SimReport[], specOf: (report: SimReport) => SimSpec): FloorRow[] {
+  const byStream = new Map<string, Percentiles>();
   return reports.map((report) => {
-    const { mean, p99 } = specFloor(specOf(report)).latency;
+    const spec = specOf(report);
+    const key = `${report.rps}:${runChunkTokens(spec)}`;
+    let floor = byStream.get(key);
+    if (floor === undefined) {
+      floor = specFloor(spec).latency;
+      byStream.set(key, floor);
+    }
+    const { mean, p99 } = floor;
     return {
       policy: report.policy,
       rps: report.rps,

@@ -77,7 +77,7 @@ export function e2VsRoundRobinClaim(cells: readonly E2Cell[], seedNote: string):
   const range = (f: (c: E2Cell) => number) =>
     `${fixed(Math.min(...cells.map(f)), 2)}x-${fixed(Math.max(...cells.map(f)), 2)}x`;
   const inside = cells.filter((c) => inRange(meanRatio(c))).length;
-  const below = cells.filter((c) => !inRange(meanRatio(c)) && meanRatio(c) < PAPER_MEAN_RANGE.lo);
+  const below = cells.filter((c) => meanRatio(c) < PAPER_MEAN_RANGE.lo);
   const unreachable = below.filter((c) => ceiling(c) < PAPER_MEAN_RANGE.lo).length;
   return {
     id: 'e2-vs-round-robin',

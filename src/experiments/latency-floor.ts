@@ -38,7 +38,7 @@ export function latencyFloor(
     // starts above 2^20 new x seq), so a chunk shifted by a few cached tokens can cost more.
     const floor = Math.min(
       ...models.flatMap((m) =>
-        [0, cached].map(
+        (cached > 0 ? [0, cached] : [0]).map(
           (c) =>
             aloneLatency(m, {
               promptTokens: request.tokens.length,

@@ -46,7 +46,7 @@ test('aloneLatency: one pass without a chunk budget, cached tokens skipped, a fu
   assert.equal(all.ttft, model.prefillTime(1, 3999));
 });
 
-test('aloneLatency: end to end is the first token plus one decode step per further token', () => {
+test('aloneLatency: end to end is the first token plus one decode step per further token, one more token one more step', () => {
   fc.assert(
     fc.property(
       fc.integer({ min: 1, max: 20_000 }),
@@ -62,6 +62,25 @@ test('aloneLatency: end to end is the first token plus one decode step per furth
         });
         assert.ok(a.ttft > 0);
         assert.ok(Math.abs(a.e2e - a.ttft - (output > 1 ? a.tbt! * (output - 1) : 0)) < 1e-9);
+        // One more output token is one more decode step: later, never earlier.
+        const longer = aloneLatency(model, {
+          promptTokens: prompt,
+          cachedTokens: cached,
+          outputTokens: output + 1,
+          ...(chunk === undefined ? {} : { chunkTokens: chunk }),
+        });
+        assert.equal(longer.ttft, a.ttft);
+        assert.ok(longer.e2e > a.e2e);
+        // A budget of at least the uncached part is one pass.
+        const uncached = prompt - Math.min(cached, prompt - 1);
+        if (chunk !== undefined && chunk >= uncached) {
+          const onePass = aloneLatency(model, {
+            promptTokens: prompt,
+            cachedTokens: cached,
+            outputTokens: output,
+          });
+          assert.equal(a.ttft, onePass.ttft);
+        }
       },
     ),
     { seed: 11, numRuns: 200 },
