@@ -9,6 +9,7 @@
  * The advice is forced through its flags, not through timing: a headroom of 1,000 makes any request
  * in the window ask for far more replicas than --advice-max 2 allows (so: 2), and an empty window
  * asks for none (so: --advice-min 1); a window of 2 s and an interval of 0.5 s keep the test short.
+ * The long streams are held unread until the drain is seen, so a fast replica cannot end them first.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -124,8 +125,12 @@ async function complete(
   return res.status === 200 ? { status: res.status, replica } : { status: res.status, replica, error: text };
 }
 
-/** A streamed completion of `tokens` tokens: where it ran, and whether it ended with [DONE]. */
-async function stream(url: string, tokens: number) {
+/**
+ * A streamed completion of `tokens` tokens: where it ran, and whether it ended with [DONE]. Its body
+ * is not read before `hold` settles: the gateway waits for the client to take its writes, so the
+ * stream stays in flight however fast the replica generates.
+ */
+async function stream(url: string, tokens: number, hold: Promise<void>) {
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -138,6 +143,7 @@ async function stream(url: string, tokens: number) {
     }),
   });
   const replica = res.headers.get('x-preble-replica') ?? '';
+  await hold;
   const events = new SseSplitter();
   let done = false;
   let error = false;
@@ -180,21 +186,34 @@ async function upThenDown(gateway: PrebleProcess): Promise<void> {
     answers.some((a) => a.replica === second.url) ? true : undefined,
   );
 
-  // Down: long streams (round robin puts at least one on each replica), then nothing. They go out
-  // while the trickle still runs, so the window holds an arrival until they are routed: stopping the
-  // trickle first let the window empty behind a slow last request, and the second replica drained
-  // before any stream reached it. Once the window is empty the advice asks for one replica; the
-  // second drains while its streams run.
-  const streams = Array.from({ length: 4 }, () => stream(url, 12_000));
-  await until('the four streams routed', async () => {
-    const inflight = (await adminReplicas(url)).reduce((n, r) => n + r.inflight, 0);
-    return inflight >= 4 ? true : undefined;
+  // Down: long streams, then nothing. They go out while the trickle still runs, so the window holds
+  // an arrival until they are routed: stopping the trickle first let the window empty behind a slow
+  // last request, and the second replica drained before any stream reached it. Least-load (by the
+  // gateway's own in-flight count) puts at least one of the four on each replica whatever the
+  // trickle does, since the trickle holds at most one request. Under round robin, trickle requests
+  // routed between the streams decide where the streams go (three of four on the first replica in a
+  // run here); in CI the second replica once drained with nothing in flight. Once the window is empty
+  // the advice asks for one replica; the second drains while its streams run. The streams are not
+  // read until the drain is seen, so they cannot end before it (however late the advice comes).
+  let release = () => {};
+  const hold = new Promise<void>((resolve) => {
+    release = resolve;
   });
-  trickling = false;
-  const draining = await until('the second replica to drain', async () => {
-    const r = (await adminReplicas(url)).find((x) => x.id === second.id);
-    return r === undefined || r.state !== 'active' ? { ...r, pidAlive: alive(secondPid) } : undefined;
-  });
+  const streams = Array.from({ length: 4 }, () => stream(url, 12_000, hold));
+  let draining: Partial<AdminReplica> & { pidAlive: boolean };
+  try {
+    await until('the four streams routed', async () => {
+      const inflight = (await adminReplicas(url)).reduce((n, r) => n + r.inflight, 0);
+      return inflight >= 4 ? true : undefined;
+    });
+    trickling = false;
+    draining = await until('the second replica to drain', async () => {
+      const r = (await adminReplicas(url)).find((x) => x.id === second.id);
+      return r === undefined || r.state !== 'active' ? { ...r, pidAlive: alive(secondPid) } : undefined;
+    });
+  } finally {
+    release();
+  }
   log(`second replica leaving: ${JSON.stringify(draining)}`);
   assert.equal(draining.state, 'draining');
   assert.ok((draining.inflight ?? 0) > 0, 'it had streams in flight when it began to drain');
@@ -242,7 +261,7 @@ describe('preble serve --advice-act on real llama.cpp replicas', () => {
   it('starts a second llama-server when the advice asks for 2, and drains then stops it when traffic ends', async () => {
     const gateway = await serve([
       '--policy',
-      'round-robin',
+      'least-load',
       '--cost-model',
       'llamacpp-small-cpu',
       '--advice-slo',
