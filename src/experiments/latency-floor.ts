@@ -59,8 +59,11 @@ export function latencyFloor(
  * left out. Instances' own chunk budgets are not read: the run's (its policy's, the engine's) applies.
  */
 export function specFloor(spec: SimSpec): LatencyFloor {
+  // Each GPU model once: a fleet of eight alike would otherwise price every request eight times over.
   const models =
-    spec.fleet === undefined ? [spec.costModel] : spec.fleet.map((i) => costModelPreset(i.costModel));
+    spec.fleet === undefined
+      ? [spec.costModel]
+      : [...new Set(spec.fleet.map((i) => i.costModel))].map((name) => costModelPreset(name));
   return latencyFloor(spec.requests(), models, runChunkTokens(spec), spec.warmupSeconds ?? 0);
 }
 

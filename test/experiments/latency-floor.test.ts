@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { aloneLatency } from '../../src/core/cost-model/alone.ts';
 import { costModelPreset } from '../../src/core/cost-model/presets.ts';
+import { buildFleet } from '../../src/core/fleet/fleet.ts';
+import { parseFleetConfig } from '../../src/core/fleet/spec.ts';
 import { belowFloor, latencyFloor, specFloor } from '../../src/experiments/latency-floor.ts';
 import { steadyLatency } from '../../src/experiments/paired-comparison.ts';
 import { runChunkTokens, runSimulation } from '../../src/sim/run.ts';
@@ -96,4 +98,36 @@ test("specFloor prefills in the run's chunks: the run's budget, else its policy'
   assert.equal(specFloor(spec).byId.get('a'), chunked(512));
   assert.equal(specFloor({ ...spec, chunkTokens: 256 }).byId.get('a'), chunked(256));
   assert.equal(runChunkTokens({ ...spec, policy: 'splitwise' }), 2048);
+});
+
+test('specFloor on a fleet: the fastest of its GPU models, each priced once however many instances share it', () => {
+  const stream = [
+    req(
+      'a',
+      0,
+      Array.from({ length: 4000 }, (_, i) => i + 1),
+      20,
+    ),
+    req('b', 1, [1, 2, 9], 5),
+  ];
+  const fleet = buildFleet(
+    parseFleetConfig({
+      instances: [
+        { role: 'mixed', count: 3, model: 'mistral-7b-a6000' },
+        { role: 'mixed', count: 2, model: 'llama2-7b-h100' },
+      ],
+    }),
+  );
+  const floor = specFloor({
+    policy: 'round-robin',
+    workload: 't',
+    instances: 5,
+    fleet: fleet.instances,
+    rps: 1,
+    costModel: a6000,
+    requests: () => stream,
+    seed: 0,
+  });
+  assert.deepEqual(floor.byId, latencyFloor(stream, [a6000, h100], 512).byId);
+  assert.ok(floor.latency.mean < latencyFloor(stream, [a6000], 512).latency.mean, 'the H100 is faster');
 });
